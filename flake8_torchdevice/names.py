@@ -1,0 +1,163 @@
+"""Shared name and alias resolution: one place that turns a local name into a
+qualified name (``th.load`` -> ``torch.load``) for every rule.
+
+The map is seeded from the stdlib ``ast`` tree of the whole file (module-level
+imports and alias assignments, which the engine does not hand to LibCST), then
+kept up to date by the engine while it walks the LibCST statements it parsed
+(imports and aliases inside functions). It is deliberately flow-insensitive:
+a name bound to ``torch.load`` anywhere counts as ``torch.load`` everywhere,
+unless it is later rebound to something we cannot resolve.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Optional
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+# Only names under these roots matter to any rule; everything else is dropped
+# so that the map stays tiny and lookups stay cheap.
+TRACKED_ROOTS = frozenset({"torch", "torchmetrics"})
+
+
+def _root(qualified: str) -> str:
+    return qualified.split(".", 1)[0]
+
+
+class NameResolver:
+    """Local name -> qualified name for tracked libraries."""
+
+    __slots__ = ("_aliases",)
+
+    def __init__(self) -> None:
+        self._aliases: dict[str, str] = {}
+
+    # -- building -----------------------------------------------------
+    def bind_import(self, module: str, asname: Optional[str]) -> None:
+        """``import a.b.c`` binds ``a``; ``import a.b.c as x`` binds ``x``."""
+        if _root(module) not in TRACKED_ROOTS:
+            if asname:
+                self.unbind(asname)
+            return
+        if asname:
+            self._aliases[asname] = module
+        else:
+            root = _root(module)
+            self._aliases[root] = root
+
+    def bind_from(self, module: str, name: str, asname: Optional[str], level: int = 0) -> None:
+        local = asname or name
+        if level or name == "*" or _root(module) not in TRACKED_ROOTS:
+            self.unbind(local)
+            return
+        self._aliases[local] = f"{module}.{name}"
+
+    def bind_assignment(self, target: str, value_dotted: Optional[str]) -> None:
+        """``f = torch.load`` makes ``f`` an alias; any other value unbinds."""
+        resolved = self.resolve_dotted(value_dotted) if value_dotted else None
+        if resolved is None:
+            self.unbind(target)
+        else:
+            self._aliases[target] = resolved
+
+    def unbind(self, local: str) -> None:
+        self._aliases.pop(local, None)
+
+    # -- querying -----------------------------------------------------
+    def resolve_dotted(self, dotted: str) -> Optional[str]:
+        head, sep, rest = dotted.partition(".")
+        base = self._aliases.get(head)
+        if base is None:
+            return None
+        return f"{base}.{rest}" if sep else base
+
+    def qualify(self, node: cst.CSTNode) -> Optional[str]:
+        """Qualified name of a Name/Attribute expression, or None if unknown."""
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            return None
+        dotted = get_full_name_for_node(node)
+        return self.resolve_dotted(dotted) if dotted else None
+
+    def local_names_for(self, qualified: str) -> list[str]:
+        """Local names bound exactly to ``qualified`` (used by fixers)."""
+        return [k for k, v in self._aliases.items() if v == qualified]
+
+    def has_binding_under(self, prefix: str) -> bool:
+        return any(v == prefix or v.startswith(prefix + ".") for v in self._aliases.values())
+
+
+def _dotted(expr: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _module_level_statements(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
+    """Statements executed at module level, including those nested in
+    ``if``/``try``/``with`` blocks (``try: import torch`` is common)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.AsyncWith)):
+            yield from _module_level_statements(stmt.body)
+            yield from _module_level_statements(getattr(stmt, "orelse", []))
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            yield from _module_level_statements(stmt.body)
+            for handler in stmt.handlers:
+                yield from _module_level_statements(handler.body)
+            yield from _module_level_statements(stmt.orelse)
+            yield from _module_level_statements(stmt.finalbody)
+
+
+def resolver_from_ast(tree: ast.Module) -> NameResolver:
+    """Seed a resolver from module-level imports, aliases and shadowing defs."""
+    resolver = NameResolver()
+    for stmt in _module_level_statements(tree.body):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                resolver.bind_import(alias.name, alias.asname)
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                resolver.bind_from(stmt.module or "", alias.name, alias.asname, stmt.level)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target = stmt.targets[0]
+            if isinstance(target, ast.Name):
+                resolver.bind_assignment(target.id, _dotted(stmt.value))
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            resolver.unbind(stmt.name)
+    return resolver
+
+
+def update_from_cst(resolver: NameResolver, node: cst.CSTNode) -> None:
+    """Apply an import or alias assignment met inside the parsed statements."""
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            asname = _cst_asname(alias)
+            resolver.bind_import(get_full_name_for_node(alias.name) or "", asname)
+    elif isinstance(node, cst.ImportFrom):
+        if isinstance(node.names, cst.ImportStar) or node.module is None:
+            return
+        module = get_full_name_for_node(node.module) or ""
+        level = len(node.relative)
+        for alias in node.names:
+            name = get_full_name_for_node(alias.name) or ""
+            resolver.bind_from(module, name, _cst_asname(alias), level)
+    elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+        target = node.targets[0].target
+        if isinstance(target, cst.Name):
+            value = node.value
+            dotted = get_full_name_for_node(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+            resolver.bind_assignment(target.value, dotted)
+
+
+def _cst_asname(alias: cst.ImportAlias) -> Optional[str]:
+    if alias.asname is None:
+        return None
+    name = alias.asname.name
+    return name.value if isinstance(name, cst.Name) else None

@@ -1,0 +1,71 @@
+"""The rule base class.
+
+A rule is one small class, in the spirit of Fixit 2: metadata that feeds the
+docs, the README table and SARIF; a cheap ``TRIGGER`` regex that decides which
+statements the engine parses at all; and LibCST ``visit_<Node>`` /
+``leave_<Node>`` methods that the engine calls during one shared walk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Iterable, Optional, Pattern
+
+import libcst as cst
+
+from ..selection import MEMBER
+
+if TYPE_CHECKING:
+    from ..engine import FileContext
+
+
+@dataclass(frozen=True)
+class Violation:
+    code: str
+    line: int  # 1-based
+    col: int  # 0-based, as flake8 expects from a plugin
+    message: str  # without the code
+    end_line: int = 0
+    end_col: int = 0
+
+    def text(self) -> str:
+        return f"{self.code} {self.message}"
+
+
+class Rule:
+    """Base class: subclass, set the metadata, write ``visit_*`` methods."""
+
+    CODE: ClassVar[str] = ""
+    NAME: ClassVar[str] = ""  # kebab-case, e.g. "torch-load-without-map-location"
+    SUMMARY: ClassVar[str] = ""  # one line: what is flagged (README, SARIF)
+    MESSAGE: ClassVar[str] = ""  # default report text, names the fix
+    DEFAULT_ENABLED: ClassVar[bool] = True  # False: opt-in via extend-select
+    FIX: ClassVar[str] = "none"  # "safe", "unsafe" or "none" (see the rule doc)
+    # Regex over the raw source; a rule is skipped for a file without a hit.
+    TRIGGER: ClassVar[Optional[Pattern[str]]] = None
+    SCOPE: ClassVar[str] = MEMBER  # context the engine keeps around each hit
+
+    def __init__(self, context: "FileContext") -> None:
+        self.context = context
+        self.names = context.names
+
+    # -- selection ----------------------------------------------------
+    @classmethod
+    def trigger_offsets(cls, source: str) -> Iterable[int]:
+        """Character offsets of the places that may need this rule.
+
+        Override for rules whose interest depends on the whole file (e.g. a
+        rule that only applies when two patterns meet in one module).
+        """
+        if cls.TRIGGER is None:
+            return ()
+        return (m.start() for m in cls.TRIGGER.finditer(source))
+
+    # -- reporting ----------------------------------------------------
+    def report(self, node: cst.CSTNode, message: Optional[str] = None) -> None:
+        self.context.report(self, node, message or self.MESSAGE)
+
+
+def compile_trigger(pattern: str) -> Pattern[str]:
+    return re.compile(pattern)

@@ -1,0 +1,102 @@
+"""Choose the few statements of a file that LibCST has to parse.
+
+LibCST parsing costs ~14x ``ast.parse`` and most of a real file cannot match
+any rule. Each rule names trigger offsets (cheap regex hits); we map them to
+the enclosing top-level statement -- or, for a class, the enclosing method --
+with the ``ast`` tree we already have, and blank every other line. Blanking
+(rather than cutting) keeps every line and column where it was, so reports
+need no remapping.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+# How much context a trigger needs around it.
+MEMBER = "member"  # the enclosing function; for methods, the method + class header
+TOPLEVEL = "toplevel"  # the whole enclosing top-level statement (e.g. a class)
+
+
+def _start(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
+
+
+@dataclass
+class _Span:
+    start: int
+    end: int  # inclusive
+    module_level: bool  # plain module code (not a def or class)
+    members: list  # for a class: (start, end) of each body statement
+    header_end: int  # for a class: last line before its first body statement
+
+
+class StatementIndex:
+    """Line spans of top-level statements, and of the members of top-level classes."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.spans: list[_Span] = []
+        for stmt in tree.body:
+            members: list = []
+            header_end = stmt.lineno
+            if isinstance(stmt, ast.ClassDef) and stmt.body:
+                members = [(_start(m), m.end_lineno or m.lineno) for m in stmt.body]
+                header_end = max(stmt.lineno, members[0][0] - 1)
+            self.spans.append(
+                _Span(
+                    start=_start(stmt),
+                    end=stmt.end_lineno or stmt.lineno,
+                    module_level=not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)),
+                    members=members,
+                    header_end=header_end,
+                )
+            )
+        self._starts = [s.start for s in self.spans]
+
+    def _span_at(self, line: int):
+        i = bisect.bisect_right(self._starts, line) - 1
+        if i >= 0 and line <= self.spans[i].end:
+            return self.spans[i]
+        return None
+
+    def lines_to_keep(self, hits: Iterable[tuple[int, str]]) -> set[int]:
+        """``hits`` are (line, scope) pairs; returns the 1-based lines to parse."""
+        keep: set[int] = set()
+        want_module_code = False
+        for line, scope in hits:
+            span = self._span_at(line)
+            if span is None:
+                continue
+            if span.module_level:
+                want_module_code = True
+            elif scope == MEMBER and span.members:
+                member = _member_at(span.members, line)
+                if member is not None:
+                    keep.update(range(span.start, span.header_end + 1))
+                    keep.update(range(member[0], member[1] + 1))
+                    continue
+            keep.update(range(span.start, span.end + 1))
+        if want_module_code:
+            # Module-level code is one scope: flow-sensitive rules need all of it.
+            for span in self.spans:
+                if span.module_level:
+                    keep.update(range(span.start, span.end + 1))
+        return keep
+
+
+def _member_at(members: Sequence[tuple[int, int]], line: int):
+    for start, end in members:
+        if start <= line <= end:
+            return (start, end)
+    return None
+
+
+def blank_except(lines: Sequence[str], keep: set[int]) -> str:
+    """Join ``lines`` (split on ``\\n``) back, emptying every line not in ``keep``."""
+    return "\n".join(
+        text if number in keep else ("\r" if text.endswith("\r") else "")
+        for number, text in enumerate(lines, start=1)
+    )

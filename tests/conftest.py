@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_flake8(*args: str, input: str | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run the real flake8 command (same interpreter), isolated from user config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLAKE8")}
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def flake8():
+    return run_flake8
