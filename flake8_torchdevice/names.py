@@ -55,7 +55,10 @@ class NameResolver:
         self._aliases[local] = f"{module}.{name}"
 
     def bind_assignment(self, target: str, value_dotted: Optional[str]) -> None:
-        """``f = torch.load`` makes ``f`` an alias; any other value unbinds."""
+        """``f = torch.load`` makes ``f`` an alias; any other value unbinds,
+        except ``None`` (the ``except ImportError: torch = None`` fallback)."""
+        if value_dotted == "None":
+            return
         resolved = self.resolve_dotted(value_dotted) if value_dotted else None
         if resolved is None:
             self.unbind(target)
@@ -128,7 +131,9 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Name):
-                resolver.bind_assignment(target.id, _dotted(stmt.value))
+                value = stmt.value
+                is_none = isinstance(value, ast.Constant) and value.value is None
+                resolver.bind_assignment(target.id, "None" if is_none else _dotted(value))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             resolver.unbind(stmt.name)
     return resolver

@@ -1,0 +1,130 @@
+"""The engine's own mechanics: alias resolution, statement selection, no crashes."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+import pytest
+
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.names import resolver_from_ast, update_from_cst
+from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
+from flake8_torchdevice.selection import MEMBER, TOPLEVEL, StatementIndex, blank_except
+
+
+def _qualify(source: str, expr: str):
+    resolver = resolver_from_ast(ast.parse(source))
+    return resolver.qualify(cst.parse_expression(expr))
+
+
+@pytest.mark.parametrize(
+    "source, expr, expected",
+    [
+        ("import torch as th", "th.load", "torch.load"),
+        ("from torch import load as tl", "tl", "torch.load"),
+        ("from torch.nn import DataParallel as DP", "DP", "torch.nn.DataParallel"),
+        ("import torch.nn.parallel as par", "par.DistributedDataParallel", "torch.nn.parallel.DistributedDataParallel"),
+        ("import torch.nn", "torch.nn.DataParallel", "torch.nn.DataParallel"),
+        ("import torch\nf = torch.load", "f", "torch.load"),
+        ("try:\n    import torch as T\nexcept ImportError:\n    T = None", "T.load", "torch.load"),
+        ("import torch\ntorch = make_fake()", "torch.load", None),
+        ("try:\n    import torch as T\nexcept ImportError:\n    pass", "T.load", "torch.load"),
+        ("from torch import load\ndef load(p): return p", "load", None),
+        ("import json", "json.load", None),
+        ("from . import torch", "torch.load", None),
+        ("from torch import *", "load", None),
+        ("import numpy as torch", "torch.load", None),
+    ],
+)
+def test_alias_resolution(source, expr, expected):
+    assert _qualify(source, expr) == expected
+
+
+def test_imports_inside_parsed_code_update_the_map():
+    resolver = resolver_from_ast(ast.parse("x = 1"))
+    for statement in cst.parse_module("from torch import load as grab\nother = grab\n").body:
+        for node in (statement, *getattr(statement, "body", ())):
+            update_from_cst(resolver, node)
+    assert resolver.resolve_dotted("other") == "torch.load"
+
+
+SOURCE = '''\
+import torch
+
+CONSTANT = 1
+
+
+class Model(torch.nn.Module):
+    size = 3
+
+    def forward(self, x):
+        return x
+
+    @staticmethod
+    def restore(path):
+        return torch.load(path)
+
+
+def helper():
+    return 2
+'''
+
+
+def test_member_scope_keeps_only_the_method_and_its_class_header():
+    index = StatementIndex(ast.parse(SOURCE))
+    hit = SOURCE.splitlines().index("        return torch.load(path)") + 1
+    keep = index.lines_to_keep([(hit, MEMBER)])
+    kept_text = blank_except(SOURCE.split("\n"), keep)
+    assert "class Model(torch.nn.Module):" in kept_text
+    assert "@staticmethod" in kept_text and "return torch.load(path)" in kept_text
+    assert "def forward" not in kept_text and "def helper" not in kept_text and "CONSTANT" not in kept_text
+    assert len(kept_text.split("\n")) == len(SOURCE.split("\n"))  # positions preserved
+    cst.parse_module(kept_text)  # still valid Python
+
+
+def test_toplevel_scope_keeps_the_whole_class():
+    index = StatementIndex(ast.parse(SOURCE))
+    hit = SOURCE.splitlines().index("        return torch.load(path)") + 1
+    kept_text = blank_except(SOURCE.split("\n"), index.lines_to_keep([(hit, TOPLEVEL)]))
+    assert "def forward" in kept_text and "def helper" not in kept_text
+
+
+def test_module_level_hit_keeps_all_module_level_code():
+    source = "import torch\nmodel = 1\ndef f():\n    pass\nstate = torch.load('x')\n"
+    keep = StatementIndex(ast.parse(source)).lines_to_keep([(5, MEMBER)])
+    assert keep == {1, 2, 5}
+
+
+def test_reports_land_on_original_positions_after_pruning():
+    result = check_source(SOURCE, strict=True)
+    assert [(v.code, v.line, v.col) for v in result.violations] == [("TDV201", 14, 15)]
+    assert SOURCE.splitlines()[13][15:].startswith("torch.load(")
+
+
+def test_file_without_trigger_is_not_parsed_at_all():
+    # Invalid syntax everywhere: if the engine parsed it, it would report an error.
+    assert check_source("def (:\n", rules=[TorchLoadWithoutMapLocation]).error is None
+
+
+def test_syntax_error_is_a_message_not_an_exception():
+    result = check_source("import torch\ntorch.load(\n")
+    assert result.violations == [] and result.error.startswith("syntax error at line")
+
+
+def test_form_feed_and_crlf_keep_lines_right():
+    source = "import torch\r\n\x0c\r\nx = torch.load('a')\r\n"
+    result = check_source(source, strict=True)
+    assert [(v.line, v.col) for v in result.violations] == [(3, 4)]
+
+
+def test_internal_errors_do_not_escape_unless_strict(monkeypatch):
+    def boom(self, node):
+        raise RuntimeError("rule bug")
+
+    monkeypatch.setattr(TorchLoadWithoutMapLocation, "visit_Call", boom)
+    source = "import torch\ntorch.load('x')\n"
+    result = check_source(source)
+    assert result.violations == [] and "rule bug" in result.error
+    with pytest.raises(RuntimeError):
+        check_source(source, strict=True)
