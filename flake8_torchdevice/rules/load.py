@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 
 from .base import Rule
 from .triggers import call_offsets
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -22,15 +24,46 @@ class TorchLoadWithoutMapLocation(Rule):
     )
     FIX = "safe"
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Per scope: files written by torch.save earlier in that scope. Loading
+        # them back in the same process (a round trip, common in tests) cannot
+        # meet a missing device.
+        self._saved: list[set[str]] = [set()]
+
     @classmethod
     def trigger_offsets(cls, source: str) -> Iterable[int]:
         if "torch" not in source:
             return ()
         return call_offsets(source, ("load",))
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._saved.append(set())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._saved.pop()
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.names.qualify(node.func) in TORCH_LOADS and not has_map_location(node):
-            self.report(node)
+        name = self.names.qualify(node.func)
+        if name in TORCH_SAVES:
+            target = _file_argument(node, position=1)
+            if target:
+                self._saved[-1].add(target)
+        elif name in TORCH_LOADS and not has_map_location(node):
+            if _file_argument(node, position=0) not in self._saved[-1]:
+                self.report(node)
+
+
+def _file_argument(call: cst.Call, position: int) -> Optional[str]:
+    """Dotted text of the file argument (``f``) of torch.save/torch.load."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is None and not arg.star and index == position) or (
+            arg.keyword is not None and arg.keyword.value == "f"
+        ):
+            if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                return get_full_name_for_node(arg.value)
+            return None
+    return None
 
 
 def has_map_location(call: cst.Call) -> bool:
