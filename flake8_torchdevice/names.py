@@ -78,9 +78,7 @@ class NameResolver:
 
     def qualify(self, node: cst.CSTNode) -> Optional[str]:
         """Qualified name of a Name/Attribute expression, or None if unknown."""
-        if not isinstance(node, (cst.Name, cst.Attribute)):
-            return None
-        dotted = get_full_name_for_node(node)
+        dotted = dotted_name(node)
         return self.resolve_dotted(dotted) if dotted else None
 
     def local_names_for(self, qualified: str) -> list[str]:
@@ -89,6 +87,22 @@ class NameResolver:
 
     def has_binding_under(self, prefix: str) -> bool:
         return any(v == prefix or v.startswith(prefix + ".") for v in self._aliases.values())
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a chain of plain names, else None.
+
+    Unlike LibCST's ``get_full_name_for_node``, a call inside the chain does
+    not count: ``torch.arange(6).view`` is not ``torch.arange.view``.
+    """
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
 
 
 def _dotted(expr: ast.expr) -> Optional[str]:
@@ -139,6 +153,10 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
     return resolver
 
 
+# The only nodes ``update_from_cst`` acts on (the walker skips the call for others).
+NAME_BINDING_NODES = (cst.Import, cst.ImportFrom, cst.Assign)
+
+
 def update_from_cst(resolver: NameResolver, node: cst.CSTNode) -> None:
     """Apply an import or alias assignment met inside the parsed statements."""
     if isinstance(node, cst.Import):
@@ -156,9 +174,7 @@ def update_from_cst(resolver: NameResolver, node: cst.CSTNode) -> None:
     elif isinstance(node, cst.Assign) and len(node.targets) == 1:
         target = node.targets[0].target
         if isinstance(target, cst.Name):
-            value = node.value
-            dotted = get_full_name_for_node(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-            resolver.bind_assignment(target.value, dotted)
+            resolver.bind_assignment(target.value, dotted_name(node.value))
 
 
 def _cst_asname(alias: cst.ImportAlias) -> Optional[str]:

@@ -35,6 +35,8 @@ def _qualify(source: str, expr: str):
         ("from . import torch", "torch.load", None),
         ("from torch import *", "load", None),
         ("import numpy as torch", "torch.load", None),
+        ("import torch", "torch.arange(6).view", None),  # a call inside the chain
+        ("import torch", "torch.nn.Module", "torch.nn.Module"),
     ],
 )
 def test_alias_resolution(source, expr, expected):

@@ -1,0 +1,137 @@
+"""TDV101: ``.cuda()`` in a module that places things with ``.to(device)``."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from .base import Rule
+from .guards import CudaGuards
+
+_CUDA_CALL = re.compile(r"\.cuda\s*\(")
+_TO_CALL = re.compile(r"\.to\s*\(")
+# A module-level ``if not torch.cuda.is_available(): sys.exit()`` guards every
+# function below it: its offset makes the engine keep module-level code.
+_AVAILABILITY = re.compile(r"\.is_available\s*\(")
+# Every device expression in ``.to(...)`` contains a quote (a device string)
+# or "dev" (``device``, ``dev``, ``torch.device(...)``), unless torch.device
+# has an alias; a ``.to(`` without either needs no parsing.
+_DEVICE_HINT = re.compile(r"dev|[\"']")
+_DEVICE_ALIAS = re.compile(r"\bdevice\s+as\b|=\s*(?:\w+\.)*device\s*$", re.M)
+_ARGS_WINDOW = 400
+# Device types torch accepts in a device string, optionally with an index.
+_DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|meta|hpu|npu|mtia|ipu|privateuseone)(?::\d*)?$")
+
+
+class CudaMixedWithToDevice(CudaGuards, Rule):
+    CODE = "TDV101"
+    NAME = "cuda-call-mixed-with-to-device"
+    SUMMARY = "`.cuda()` in a module that places things with `.to(device)`"
+    MESSAGE = (
+        ".cuda() ignores the device this module chooses for .to(); on a machine "
+        "without CUDA (or with device='cuda:1') it breaks: use .to(device) instead"
+    )
+    FIX = "unsafe"
+
+    @classmethod
+    def trigger_offsets(cls, source: str) -> Iterable[int]:
+        cuda = [m.start() for m in _CUDA_CALL.finditer(source)]
+        if not cuda:
+            return ()
+        aliased = bool(_DEVICE_ALIAS.search(source))
+        moves = [m.start() for m in _TO_CALL.finditer(source) if aliased or _may_name_a_device(source, m.end())]
+        if not moves:
+            return ()
+        exits = [m.start() for m in _AVAILABILITY.finditer(source) if _at_module_level(source, m.start())]
+        return cuda + moves + exits
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._cuda_calls: list[cst.Call] = []
+        self._places_with_to = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        if func.attr.value == "cuda":
+            # ``.cuda(rank)`` names its device: a choice, only spelled differently.
+            if device_argument(node) is None and not self.cuda_guarded():
+                self._cuda_calls.append(node)
+        elif func.attr.value == "to" and not self._places_with_to:
+            self._places_with_to = self._is_device_move(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        super().leave_Module(node)
+        # Only now is the whole module known: report if it also uses .to(device).
+        if self._places_with_to:
+            for call in self._cuda_calls:
+                self.report(call)
+
+    def _is_device_move(self, call: cst.Call) -> bool:
+        target = device_argument(call)
+        return target is not None and self.is_device_expression(target)
+
+    def is_device_expression(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return self.names.qualify(expr.func) == "torch.device"
+        text = _string_text(expr)
+        if text is not None:
+            return bool(_DEVICE_STRING.match(text))
+        return _is_device_name(expr)
+
+
+def _may_name_a_device(source: str, start: int) -> bool:
+    """Cheap over-approximation: may the ``.to(`` whose arguments start at
+    ``start`` name a device? Looks up to the matching ``)``."""
+    depth = 1
+    for index in range(start, min(len(source), start + _ARGS_WINDOW)):
+        char = source[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return bool(_DEVICE_HINT.search(source, start, index))
+    return True  # arguments too long to scan: parse them
+
+
+def _at_module_level(source: str, offset: int) -> bool:
+    line_start = source.rfind("\n", 0, offset) + 1
+    return source[line_start:line_start + 1] not in (" ", "\t")
+
+
+def device_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The ``device=`` keyword, else the first positional argument, of ``.to()``."""
+    first = None
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            first = arg.value if first is None else first
+        elif arg.keyword.value == "device":
+            return arg.value
+    return first
+
+
+def _string_text(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.SimpleString):
+        return expr.raw_value
+    if isinstance(expr, cst.FormattedString):
+        # f"cuda:{rank}": the literal head decides.
+        head = expr.parts[0] if expr.parts else None
+        return head.value if isinstance(head, cst.FormattedStringText) else None
+    return None
+
+
+def _is_device_name(expr: cst.BaseExpression) -> bool:
+    """``device``, ``args.dev``, ``self.target_device``, ``device_``."""
+    if isinstance(expr, cst.Attribute):
+        last = expr.attr.value
+    elif isinstance(expr, cst.Name):
+        last = expr.value
+    else:
+        return False
+    return last in ("device", "dev") or last.endswith("_device") or last.endswith("device_")

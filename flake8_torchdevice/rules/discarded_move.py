@@ -1,0 +1,242 @@
+"""TDV102: the result of ``Tensor.to()`` / ``.cuda()`` / ``.cpu()`` is discarded.
+
+``nn.Module.to()`` moves the module in place; ``Tensor.to()`` returns a new
+tensor. So a bare ``x.to(device)`` is only a bug when ``x`` is a tensor, and
+this rule reports it only where that is proven within the scope: ``x`` was
+last bound by a torch tensor factory, a tensor method on a known tensor, or a
+``for`` loop over data. Parameters, ``self``, attributes and anything else
+unknown are left alone: precision beats recall.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from .base import Rule
+
+_MOVES = ("to", "cuda", "cpu")
+_MOVE_CALL = re.compile(r"\.(?:to|cuda|cpu)\s*\(")
+# What may precede ``name.to(`` on its line in an expression statement:
+# nothing, or a ``;``/``:`` ending the previous statement or clause header.
+_STATEMENT_HEAD = re.compile(r"(?:^|[;:])[ \t]*[A-Za-z_]\w*[ \t]*$", re.M)
+
+# torch functions that always return a tensor.
+_FACTORIES = frozenset(
+    """tensor as_tensor asarray from_numpy frombuffer zeros ones empty full eye
+    arange range linspace logspace rand randn randint randperm normal bernoulli
+    multinomial zeros_like ones_like empty_like full_like rand_like randn_like
+    randint_like stack cat concat concatenate hstack vstack dstack where matmul
+    mm bmm einsum outer exp log abs sqrt sigmoid tanh softmax log_softmax clamp
+    sum mean flatten reshape squeeze unsqueeze transpose permute gather
+    index_select masked_select flip roll tril triu diag cumsum argmax argmin
+    Tensor FloatTensor LongTensor IntTensor BoolTensor DoubleTensor HalfTensor
+    ByteTensor""".split()
+)
+# torch functions that return a tuple of tensors (``a, b = torch.chunk(...)``).
+_SPLITTERS = frozenset("chunk split unbind meshgrid broadcast_tensors tensor_split".split())
+# Tensor methods that return a tensor.
+_TENSOR_METHODS = frozenset(
+    """to cuda cpu float double half bfloat16 int long bool byte type_as view
+    view_as reshape reshape_as permute transpose t contiguous clone detach
+    unsqueeze squeeze flatten expand expand_as repeat sum mean abs exp log sqrt
+    sigmoid tanh softmax log_softmax clamp pin_memory requires_grad_ masked_fill
+    index_select gather narrow flip roll argmax argmin""".split()
+)
+# Loops whose elements are modules, names or numbers, never data tensors.
+_NON_TENSOR_ITERATORS = frozenset("range modules children named_modules named_children keys".split())
+# Loops whose single elements are tensors.
+_TENSOR_ITERATORS = frozenset("parameters buffers unbind".split())
+# Loop variables that conventionally hold a module or an optimizer.
+_MODULE_LIKE = re.compile(r"model|net|module|layer|block|head|encoder|decoder|optim|sched|criterion|^m$", re.I)
+
+
+class DiscardedTensorMove(Rule):
+    CODE = "TDV102"
+    NAME = "discarded-tensor-move"
+    SUMMARY = "result of `Tensor.to()` / `.cuda()` / `.cpu()` discarded"
+    MESSAGE = (
+        "Tensor.to()/.cuda()/.cpu() returns a new tensor and leaves this one where it "
+        "was; the result is discarded: assign it (x = x.to(device))"
+    )
+    FIX = "safe"
+
+    @classmethod
+    def trigger_offsets(cls, source: str) -> Iterable[int]:
+        offsets = []
+        for match in _MOVE_CALL.finditer(source):
+            start = match.start()
+            line_start = source.rfind("\n", 0, start) + 1
+            if _STATEMENT_HEAD.search(source, line_start, start):
+                offsets.append(start)
+        return offsets
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._scopes: list[set[str]] = [set()]  # names known to hold a tensor
+
+    # -- scopes ------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes[-1].discard(node.name.value)
+        self._scopes.append(set())  # parameters are unknown: start empty
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes[-1].discard(node.name.value)
+        self._scopes.append(set())
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.pop()
+
+    # -- bindings, in source order -------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_loop(node.target, node.iter)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._forget(node.asname.name)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._forget(node.name.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._forget(node.target)
+
+    # -- the report ------------------------------------------------------------
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return
+        receiver, method = call.func.value, call.func.attr.value
+        if method not in _MOVES or not isinstance(receiver, cst.Name) or receiver.lpar:
+            return
+        if method == "cpu" and call.args:
+            return
+        if receiver.value in self._scopes[-1]:
+            self.report(call)
+
+    # -- helpers -----------------------------------------------------------------
+    def _forget(self, target: cst.BaseExpression) -> None:
+        for name in _target_names(target):
+            self._scopes[-1].discard(name)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        known = self._scopes[-1]
+        if isinstance(target, cst.Name):
+            if self._is_tensor(value):
+                known.add(target.value)
+            else:
+                known.discard(target.value)
+            return
+        starred = any(isinstance(e, cst.StarredElement) for e in getattr(target, "elements", ()))
+        if isinstance(target, (cst.Tuple, cst.List)) and not starred:
+            elements = [e.value for e in target.elements]
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+                for element, item in zip(elements, value.elements):
+                    self._bind(element, item.value)
+                return
+            if self._is_tensor_tuple(value):
+                known.update(_target_names(target))
+                return
+        self._forget(target)
+
+    def _bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """Loop variables over data hold tensors; over modules or numbers they do not."""
+        self._forget(target)
+        tensors = _loop_tensor_targets(target, iterable)
+        self._scopes[-1].update(n for n in tensors if not _MODULE_LIKE.search(n))
+
+    def _is_tensor(self, value: cst.BaseExpression) -> bool:
+        """True if ``value`` surely evaluates to a tensor (chains included:
+        ``torch.randn(3).float()``, ``x.view(n, -1).permute(1, 0)``)."""
+        if isinstance(value, cst.Name):
+            return not value.lpar and value.value in self._scopes[-1]
+        if isinstance(value, cst.Call):
+            func = value.func
+            qualified = self.names.qualify(func) if _is_dotted(func) else None
+            if qualified is not None:
+                head, _, last = qualified.rpartition(".")
+                return (head == "torch" and last in _FACTORIES) or head == "torch.nn.functional"
+            if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+                return self._is_tensor(func.value)
+            return False
+        if isinstance(value, cst.Subscript):
+            return self._is_tensor(value.value)
+        if isinstance(value, cst.BinaryOperation):
+            return self._is_tensor(value.left) or self._is_tensor(value.right)
+        return False
+
+    def _is_tensor_tuple(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self.names.qualify(value.func) if _is_dotted(value.func) else None
+        if qualified is not None:
+            return qualified.rpartition(".")[::2] in {("torch", s) for s in _SPLITTERS}
+        func = value.func
+        return isinstance(func, cst.Attribute) and func.attr.value in _SPLITTERS and self._is_tensor(func.value)
+
+
+def _is_dotted(expr: cst.BaseExpression) -> bool:
+    """``a.b.c`` with no call inside (LibCST names ``f().g`` as ``f.g``)."""
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name)
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _call_name(expr: cst.BaseExpression) -> Optional[str]:
+    """Last part of a called name: ``enumerate``, ``items``, ``modules``."""
+    if isinstance(expr, cst.Call):
+        name = get_full_name_for_node(expr.func)
+        return name.rpartition(".")[2] if name else None
+    return None
+
+
+def _loop_tensor_targets(target: cst.BaseExpression, iterable: cst.BaseExpression) -> list[str]:
+    """Names among ``target`` that hold data when looping over ``iterable``."""
+    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        return []  # a literal collection: often of modules (``for m in [g, d]``)
+    called = _call_name(iterable)
+    if called in _NON_TENSOR_ITERATORS:
+        return []
+    pair = isinstance(target, cst.Tuple) and len(target.elements) == 2
+    if called in ("enumerate", "items") or (called or "").startswith("named_"):
+        # (index or key, value): only the value can be data.
+        if not pair:
+            return []
+        inner = iterable.args[0].value if called == "enumerate" and iterable.args else None
+        value = target.elements[1].value
+        return _loop_tensor_targets(value, inner) if inner is not None else _target_names(value)
+    if called == "zip":
+        return []  # element kinds follow each zipped iterable: not worth guessing
+    if isinstance(target, cst.Name) and called not in _TENSOR_ITERATORS:
+        # One variable per element of a loader may be a batch object whose
+        # ``.to()`` works in place (transformers' BatchEncoding): not proven.
+        return []
+    return _target_names(target)

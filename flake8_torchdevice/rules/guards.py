@@ -1,0 +1,247 @@
+"""Shared detection of code that only runs when CUDA is there.
+
+A ``.cuda()`` call is harmless where the code around it has already checked
+for CUDA. ``CudaGuards`` is a mixin for rules: it follows the walk (``if``
+tests, early exits, skip decorators, methods named ``cuda``) and answers
+``cuda_guarded()`` for the node being visited.
+
+What counts as a check (``is_cuda_test``): a call into ``torch.cuda``
+(``is_available()``, ``device_count()``), ``<x>.is_cuda``, an equality or
+``in`` test against a ``"cuda..."`` string (``x.device.type == "cuda"``), or a
+flag whose name says cuda/gpu (``args.cuda``, ``use_gpu``, ``TEST_CUDA``).
+A test against ``"cpu"`` (``device != "cpu"``) is not a check: on MPS or XPU
+it is true and ``.cuda()`` still fails.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from ..names import NameResolver
+
+# Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
+_CUDA_WORD = re.compile(r"cuda|gpu", re.I)
+# Decorator words that make a decorator a skip/only marker.
+_SKIP_WORD = re.compile(r"skip|only|requir|need", re.I)
+# A test module that skips tests without a GPU: ``@skip_if_no_gpu``,
+# ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@requires_cuda``.
+_CUDA_GATED_TESTS = re.compile(r"@\s*[\w.]*(?:skip|requires?|only)\w*(?:\([^\n]*)?(?:cuda|gpu)", re.I)
+# Calls that end the current block (``pytest.skip``, ``sys.exit``, ``self.skipTest``).
+_EXIT_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|exit|quit|_exit|fail)$")
+
+
+def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under ``node`` (``node`` included), depth first."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _string_value(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        return node.raw_value
+    if isinstance(node, cst.FormattedString):
+        return "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+    return None
+
+
+def _is_cuda_string(node: cst.CSTNode) -> bool:
+    value = _string_value(node)
+    return value is not None and value.startswith("cuda")
+
+
+def _is_positive_cuda_comparison(node: cst.Comparison) -> bool:
+    """``a == "cuda"``, ``"cuda" in str(d)``, ``d.type == "cuda"`` -- not ``!=``."""
+    operands = [node.left] + [t.comparator for t in node.comparisons]
+    positive = all(isinstance(t.operator, (cst.Equal, cst.In, cst.Is)) for t in node.comparisons)
+    return positive and any(_is_cuda_string(o) for o in operands)
+
+
+def is_cuda_test(expr: cst.CSTNode) -> bool:
+    """True if the test expression ``expr`` checks for CUDA somewhere in it."""
+    for node in _subtree(expr):
+        if isinstance(node, cst.Comparison) and _is_positive_cuda_comparison(node):
+            return True
+        # Attribute parts are Name nodes too: ``torch.cuda.is_available``,
+        # ``x.is_cuda``, ``args.cuda``, ``use_gpu``.
+        if isinstance(node, cst.Name) and _CUDA_WORD.search(node.value):
+            return True
+    return False
+
+
+def is_no_cuda_test(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """True for a test that is true when CUDA is missing: ``not <check>``,
+    ``not a or not b``, ``device.type != "cuda"``, ``torch.cuda.device_count() == 0``."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return is_cuda_test(expr.expression)
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        return is_no_cuda_test(expr.left, names) or is_no_cuda_test(expr.right, names)
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        op = expr.comparisons[0].operator
+        if isinstance(op, (cst.NotEqual, cst.NotIn, cst.IsNot)):  # device.type != "cuda"
+            return _is_cuda_string(expr.left) or _is_cuda_string(expr.comparisons[0].comparator)
+        # ``device_count() < n`` / ``<= n`` exits unless a GPU is there; ``== 1`` does not.
+        right = expr.comparisons[0].comparator
+        zero = isinstance(right, cst.Integer) and right.value == "0"
+        if isinstance(op, (cst.LessThan, cst.LessThanEqual)) or (isinstance(op, cst.Equal) and zero):
+            return isinstance(expr.left, cst.Call) and names.qualify(expr.left.func) == "torch.cuda.device_count"
+    return False
+
+
+def ends_block(body: cst.BaseSuite) -> bool:
+    """True if ``body`` always leaves the enclosing block: return, raise,
+    continue, break, or a call such as ``pytest.skip()`` / ``sys.exit()``."""
+    final = body.body[-1] if body.body else None
+    if isinstance(final, cst.SimpleStatementLine):  # an indented block's last line
+        final = final.body[-1] if final.body else None
+    if isinstance(final, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        return True
+    if isinstance(final, cst.Expr) and isinstance(final.value, cst.Call):
+        name = get_full_name_for_node(final.value.func) or ""
+        return bool(_EXIT_CALL.search(name))
+    return False
+
+
+def is_cuda_skip_decorator(decorator: cst.Decorator) -> bool:
+    """``@unittest.skipIf(not torch.cuda.is_available(), ...)``,
+    ``@pytest.mark.skipif(...cuda...)``, ``@onlyCUDA``, ``@requires_gpu()``,
+    ``@pytest.mark.cuda`` -- but not ``@pytest.mark.parametrize("d", ["cpu", "cuda"])``."""
+    expr = decorator.decorator
+    dotted = get_full_name_for_node(expr.func if isinstance(expr, cst.Call) else expr) or ""
+    if ".mark." in dotted and _CUDA_WORD.search(dotted.rpartition(".")[2]):
+        return True
+    names, texts = [], []
+    for node in _subtree(expr):
+        if isinstance(node, cst.Name):
+            names.append(node.value)
+        elif isinstance(node, (cst.SimpleString, cst.FormattedStringText)):
+            texts.append(node.value)
+    skips = any(_SKIP_WORD.search(name) for name in names)
+    return skips and any(_CUDA_WORD.search(text) for text in names + texts)
+
+
+@dataclass
+class _Block:
+    """A statement block being walked; ``cuda_only`` once the rest of it can
+    only run with CUDA (after a no-CUDA exit or ``torch.cuda.set_device``)."""
+
+    children: set = field(default_factory=set)
+    cuda_only: bool = False
+
+
+def _expects_failure(item: cst.WithItem) -> bool:
+    """``with pytest.raises(...)`` / ``with self.assertRaisesRegex(...)``."""
+    call = item.item
+    if not isinstance(call, cst.Call):
+        return False
+    name = (get_full_name_for_node(call.func) or "").rpartition(".")[2]
+    return name == "raises" or name.startswith("assertRaises")
+
+
+class CudaGuards:
+    """Mixin for a ``Rule``: tracks whether the walk is inside CUDA-only code.
+
+    A subclass that defines one of these hooks itself must call ``super()``.
+    """
+
+    names: NameResolver
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._guard_depth = 0  # open guarded regions (if/ifexp/decorated defs/def cuda)
+        self._guard_pushes: list[bool] = []  # per If/IfExp/def: did it open one?
+        self._blocks: list[_Block] = []
+
+    def cuda_guarded(self) -> bool:
+        return self._guard_depth > 0 or any(block.cuda_only for block in self._blocks)
+
+    # -- if / conditional expression ---------------------------------------
+    def _push(self, guarded: bool) -> None:
+        self._guard_pushes.append(guarded)
+        self._guard_depth += guarded
+
+    def _pop(self) -> None:
+        self._guard_depth -= self._guard_pushes.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self._push(is_cuda_test(node.test))
+
+    def leave_If(self, node: cst.If) -> None:
+        self._pop()
+        block = self._blocks[-1] if self._blocks else None
+        if block is not None and id(node) in block.children:
+            if is_no_cuda_test(node.test, self.names) and ends_block(node.body):
+                block.cuda_only = True
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._push(is_cuda_test(node.test))
+
+    def leave_IfExp(self, node: cst.IfExp) -> None:
+        self._pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        # Code written to fail (``with pytest.raises(...): m.cuda()``) is not a bug.
+        self._push(any(_expects_failure(item) for item in node.items))
+
+    def leave_With(self, node: cst.With) -> None:
+        self._pop()
+
+    # -- definitions -------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._push(
+            node.name.value == "cuda"
+            or any(is_cuda_skip_decorator(d) for d in node.decorators)
+            or self._is_gated_test_helper(node.name.value)
+        )
+
+    def _is_gated_test_helper(self, name: str) -> bool:
+        """Tests and private helpers (``test_*``, ``_test_*``, ``_helper``) of a
+        module whose tests skip without a GPU: the helpers are called from those
+        gated tests (11 of 12 findings in torch's and detectron2's test code),
+        so their ``.cuda()`` is deliberate. Public non-test functions still count."""
+        if not (name.startswith("test") or (name.startswith("_") and not name.startswith("__"))):
+            return False
+        gated = getattr(self, "_gated_module", None)
+        if gated is None:
+            gated = self._gated_module = bool(_CUDA_GATED_TESTS.search(self.context.source))
+        return gated
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._push(any(is_cuda_skip_decorator(d) for d in node.decorators))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._pop()
+
+    # -- blocks, for early exits --------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self._blocks.append(_Block({id(s) for s in node.body}))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._blocks.pop()
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.append(_Block({id(s) for s in node.body}))
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
+
+    def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        # After ``torch.cuda.set_device(rank)`` the code has chosen its GPU and
+        # ``.cuda()`` follows it: the rest of the block is CUDA-only code.
+        block = self._blocks[-1] if self._blocks else None
+        if block is None or block.cuda_only or id(node) not in block.children:
+            return
+        for small in node.body:
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                if self.names.qualify(small.value.func) == "torch.cuda.set_device":
+                    block.cuda_only = True

@@ -1,0 +1,284 @@
+"""TDV101 (`.cuda()` mixed with `.to(device)`) and TDV102 (discarded move):
+behaviour the fixtures do not pin down on their own."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fixture_cases import FIXTURES
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.rules.cuda_mix import CudaMixedWithToDevice
+from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
+
+RULES = (CudaMixedWithToDevice, DiscardedTensorMove)
+
+
+def found(source: str, rules=RULES) -> list[tuple[int, str]]:
+    result = check_source(textwrap.dedent(source), rules=rules, strict=True)
+    assert result.error is None, result.error
+    return [(v.line, v.code) for v in result.violations]
+
+
+def _every_line(cls):
+    """A copy of ``cls`` whose trigger keeps every line: the engine then parses the
+    whole file, so any difference from ``cls`` is a trigger that under-matched."""
+
+    class Untriggered(cls):
+        @classmethod
+        def trigger_offsets(cls_, source):
+            return [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
+
+    return Untriggered
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("TDV*/*.py")), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.CODE)
+def test_trigger_never_hides_a_finding(rule, path):
+    source = path.read_text(encoding="utf-8")
+    assert found(source, [rule]) == found(source, [_every_line(rule)])
+
+
+# -- TDV101 ------------------------------------------------------------------------
+
+
+def test_trigger_is_empty_unless_both_cuda_and_to_appear():
+    assert not list(CudaMixedWithToDevice.trigger_offsets("x.cuda()\n"))
+    assert not list(CudaMixedWithToDevice.trigger_offsets("x.to(device)\n"))
+    offsets = list(CudaMixedWithToDevice.trigger_offsets("x.cuda()\ny.to(device)\n"))
+    assert sorted(offsets) == [1, 10]
+
+
+def test_cuda_is_reported_only_when_the_module_places_with_to_device():
+    consistent = "import torch\nx = torch.ones(1).cuda()\ny = x.to(torch.float16)\n"
+    assert found(consistent) == []
+    assert found(consistent + "z = y.to('cuda:0')\n") == [(2, "TDV101")]
+
+
+@pytest.mark.parametrize(
+    "move",
+    ["x.to(device)", "x.to(args.device)", "x.to(self.target_device)", "x.to(dev)", "x.to(device_)",
+     "x.to('mps')", "x.to(f'cuda:{rank}')", "x.to(torch.device('cpu'))", "x.to(device=dev)",
+     "x.to(dtype=torch.half, device=args.device)"],
+)
+def test_device_moves(move):
+    assert found(f"import torch\nm.cuda()\ny = {move}\n") == [(2, "TDV101")]
+
+
+@pytest.mark.parametrize(
+    "not_a_move",
+    ["x.to(torch.float16)", "x.to(dtype=torch.half)", "x.to(memory_format=torch.channels_last)",
+     "x.to(other)", "x.to(other.dtype)", "x.to(device=None)", "x.to('m')", "x.to(*args)",
+     "x.to(device=placement)"],
+)
+def test_to_calls_that_choose_no_device(not_a_move):
+    assert found(f"import torch\nm.cuda()\ny = {not_a_move}\n") == []
+
+
+def test_cuda_with_an_explicit_device_is_a_choice():
+    assert found("m.cuda(rank)\nn.cuda(device=d)\nk.cuda()\nx.to(device)\n") == [(3, "TDV101")]
+
+
+def test_a_module_level_early_exit_guards_functions_below_it():
+    source = """
+        import sys
+        import torch
+
+        device = torch.device("cuda")
+        if not torch.cuda.is_available():
+            sys.exit("needs a GPU")
+
+
+        def run(model):
+            return model.cuda()
+
+
+        x = torch.ones(1).to(device)
+    """
+    assert found(source) == []
+    assert found(source.replace("sys.exit(", "print(")) == [(11, "TDV101")]
+
+
+def test_early_exit_guards_only_what_follows_it_in_the_same_block():
+    source = """
+        def run(x, device):
+            x.cuda()
+            if not torch.cuda.is_available():
+                return x.to(device)
+            return x.cuda()
+    """
+    assert found(source) == [(3, "TDV101")]
+
+
+@pytest.mark.parametrize(
+    "test, guarded",
+    [
+        ("torch.cuda.device_count() == 0", True),
+        ("torch.cuda.device_count() < 2", True),
+        ("torch.cuda.device_count() == 1", False),
+        ("x.device.type != 'cuda'", True),
+        ("not use_gpu", True),
+        ("device != 'cpu'", False),
+        ("x.device.type == 'cpu'", False),
+    ],
+)
+def test_which_early_exits_guard(test, guarded):
+    source = f"import torch\ndef run(x, device):\n    if {test}:\n        return x.to(device)\n    return x.cuda()\n"
+    assert found(source) == ([] if guarded else [(5, "TDV101")])
+
+
+def test_a_string_test_is_not_a_guard_but_a_type_check_is():
+    source = """
+        def run(x, device):
+            if device != "cpu":
+                x = x.cuda()
+            if device.type == "cuda":
+                x = x.cuda()
+            return x.to(device)
+    """
+    assert found(source) == [(4, "TDV101")]
+
+
+def test_guards_are_what_silences_the_guarded_fixture():
+    class Unguarded(CudaMixedWithToDevice):
+        def cuda_guarded(self):
+            return False
+
+    source = (FIXTURES / "TDV101" / "guarded_calls.py").read_text(encoding="utf-8")
+    assert found(source, [CudaMixedWithToDevice]) == []
+    # One finding per guarded .cuda(): 17 calls, less super().cuda(device), which names its device.
+    assert len(found(source, [Unguarded])) == 16
+
+
+@pytest.mark.parametrize(
+    "decorator, guarded",
+    [
+        ("@unittest.skipIf(not torch.cuda.is_available(), 'no GPU')", True),
+        ("@unittest.skipUnless(TEST_CUDA, 'no GPU')", True),
+        ("@pytest.mark.skipif('not torch.cuda.is_available()')", True),
+        ("@pytest.mark.cuda", True),
+        ("@onlyCUDA", True),
+        ("@requires_gpu()", True),
+        ("@pytest.mark.parametrize('device', ['cpu', 'cuda'])", False),
+        ("@torch.cuda.amp.custom_fwd", False),
+        ("@unittest.skipIf(sys.platform == 'win32', 'posix only')", False),
+    ],
+)
+def test_skip_decorators(decorator, guarded):
+    source = f"import torch\n{decorator}\ndef test_it(device):\n    x = torch.ones(1).to(device)\n    return x.cuda()\n"
+    assert found(source) == ([] if guarded else [(5, "TDV101")])
+
+
+def test_tdv101_message_names_the_fix():
+    assert ".to(device)" in CudaMixedWithToDevice.MESSAGE
+
+
+# -- TDV102 ------------------------------------------------------------------------
+
+
+def test_trigger_keeps_only_statement_starts():
+    source = "y = x.to(d)\nx.to(d)\nif c: x.cpu()\na = 1; x.cuda()\nf(x.to(d))\n"
+    offsets = DiscardedTensorMove.trigger_offsets(source)
+    lines = sorted({source.count("\n", 0, offset) + 1 for offset in offsets})
+    assert lines == [2, 3, 4]
+
+
+def test_the_last_binding_in_source_order_decides():
+    template = "import torch\ndef f(device):\n    x = {}\n    x = {}\n    x.to(device)\n"
+    assert found(template.format("torch.zeros(1)", "Net()")) == []
+    assert found(template.format("Net()", "torch.zeros(1)")) == [(5, "TDV102")]
+
+
+def test_scopes_do_not_leak():
+    source = """
+        import torch
+        x = torch.zeros(1)
+        x.cpu()
+
+        def f(x):
+            x.cpu()
+
+        def g():
+            x.cpu()
+            y = torch.ones(1)
+
+            def inner(y):
+                y.cpu()
+
+            y.cpu()
+    """
+    assert found(source) == [(4, "TDV102"), (16, "TDV102")]
+
+
+def test_rebinding_forgets_the_tensor():
+    rebinds = ["x = Net()", "(x := Net())", "with open(p) as x: pass", "try:\n    pass\nexcept E as x:\n    pass",
+               "def x(): pass", "class x: pass", "del x", "first, *x = torch.zeros(1), torch.ones(1)"]
+    for rebind in rebinds:
+        body = textwrap.indent(f"x = torch.zeros(1)\n{rebind}\nx.to('meta')\n", "    ")
+        assert found(f"import torch\ndef f():\n{body}") == [], rebind
+    assert found("import torch\ndef f():\n    x = torch.zeros(1)\n    x.to('meta')\n") == [(4, "TDV102")]
+
+
+def test_names_not_from_torch_are_unknown():
+    source = """
+        import numpy as np
+        from mylib import zeros
+
+        a = np.zeros(3)
+        a.cpu()
+        b = zeros(3)
+        b.cpu()
+        c = torch_like.zeros(3)
+        c.cpu()
+    """
+    assert found(source) == []
+
+
+def test_aliases_of_torch_resolve():
+    source = """
+        import torch as th
+        import torch.nn.functional as F
+        a = th.rand(2)
+        a.cuda()
+        b = F.softmax(a, dim=0)
+        b.cpu()
+    """
+    assert found(source) == [(5, "TDV102"), (7, "TDV102")]
+
+
+@pytest.mark.parametrize(
+    "loop, reported",
+    [
+        ("for x, y in loader:", True),
+        ("for i, (x, y) in enumerate(loader):", True),
+        ("for x in model.parameters():", True),
+        ("for name, x in model.named_parameters():", True),
+        ("for x in loader:", False),
+        ("for i, x in enumerate(loader):", False),
+        ("for x in [a, b]:", False),
+        ("for x in model.modules():", False),
+        ("for x in range(3):", False),
+        ("for x, y in zip(a, b):", False),
+        ("for model, y in loader:", False),
+    ],
+)
+def test_loop_targets(loop, reported):
+    source = f"def f(loader, model, a, b, device):\n    {loop}\n        x.to(device)\n        model.to(device)\n"
+    assert found(source) == ([(3, "TDV102")] if reported else [])
+
+
+def test_a_move_that_is_used_is_not_reported():
+    source = """
+        import torch
+        x = torch.zeros(1)
+        y = x.to("meta")
+        print(x.cpu())
+        x.to("meta").add_(1)
+        (x).cpu()
+    """
+    assert found(source) == []
+
+
+def test_tdv102_message_names_the_fix():
+    assert "x = x.to(device)" in DiscardedTensorMove.MESSAGE
