@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from . import __version__
 from .engine import check_source
 from .rules import ALL_RULES
 
 # Opt-in codes (opinionated): off unless the user selects them.
-DEFAULT_IGNORE = [rule.CODE for rule in ALL_RULES if not rule.DEFAULT_ENABLED]
+OPT_IN = frozenset(rule.CODE for rule in ALL_RULES if not rule.DEFAULT_ENABLED)
+# The shortest prefix that selects an opt-in code explicitly ("TDV40"): plain
+# "TDV" or "TDV4" -- what users write to restore the plugin under an explicit
+# ``select`` -- must not switch opinionated codes on (bugbear does the same).
+EXPLICIT_PREFIX = 5
+
+
+def explicitly_selected(code: str, selections: Iterable[Optional[Sequence[str]]]) -> bool:
+    prefixes = {code[:i] for i in range(EXPLICIT_PREFIX, len(code) + 1)}
+    return any(entry.strip() in prefixes for chosen in selections if chosen for entry in chosen)
 
 
 class TorchDeviceChecker:
     name = "flake8-torchdevice"
     version = __version__
+    _enabled_opt_in: frozenset = frozenset()
 
     def __init__(self, tree: ast.AST, lines: Sequence[str]) -> None:
         # Join ``lines``: flake8 may be reading stdin or an editor buffer, so
@@ -25,10 +35,17 @@ class TorchDeviceChecker:
 
     @classmethod
     def add_options(cls, option_manager) -> None:
-        if DEFAULT_IGNORE:
-            option_manager.extend_default_ignore(DEFAULT_IGNORE)
+        if OPT_IN:
+            option_manager.extend_default_ignore(sorted(OPT_IN))
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        selections = (getattr(options, "select", None), getattr(options, "extend_select", None))
+        cls._enabled_opt_in = frozenset(code for code in OPT_IN if explicitly_selected(code, selections))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         tree = self._tree if isinstance(self._tree, ast.Module) else None
+        skipped = OPT_IN - self._enabled_opt_in
         for violation in check_source(self._source, tree).violations:
-            yield violation.line, violation.col, violation.text(), type(self)
+            if violation.code not in skipped:
+                yield violation.line, violation.col, violation.text(), type(self)

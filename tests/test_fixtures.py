@@ -18,7 +18,9 @@ LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TDV\d{3}
 @pytest.fixture(scope="module")
 def reported():
     """One flake8 run over all fixtures (all codes, opt-in ones included)."""
-    result = run_flake8("--isolated", "--select=TDV", "--jobs=1", str(FIXTURES))
+    opt_in = [rule.CODE for rule in ALL_RULES if not rule.DEFAULT_ENABLED]
+    select = ",".join(["TDV", *opt_in])
+    result = run_flake8("--isolated", f"--select={select}", "--jobs=1", str(FIXTURES))
     assert result.returncode in (0, 1), result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     found = defaultdict(set)

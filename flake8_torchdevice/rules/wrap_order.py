@@ -1,0 +1,274 @@
+"""TDV301: DataParallel / DistributedDataParallel wraps a module before it is moved.
+
+Flow is followed per function (or module) body, in source order. A name is
+*unplaced* from ``m = Net()`` (a CapWords construction, optionally followed by
+placement-neutral calls such as ``.eval()``) until something may place it:
+``m.to(...)``, ``m.cuda()``, ``m = m.to(...)``, passing ``m`` to any other call
+(``setup(m, device)`` may move it), or any other rebinding. Only unplaced
+modules are reported; parameters, attributes and modules from other functions
+(``m = build_model(cfg)``) have unknown placement and are never reported.
+
+``DataParallel`` is GPU-only, so wrapping an unplaced module is reported as
+such. ``DistributedDataParallel`` of a CPU module is legitimate CPU training
+(gloo), so it is reported only when the call shows the module was meant for
+a GPU: ``device_ids=``/``output_device=``, or a move of the wrapper itself
+(``DDP(m).cuda()``, ``ddp = DDP(m); ddp.to(device)``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from .base import Rule
+from .triggers import call_offsets
+
+_DP = "DataParallel"
+_DDP = "DistributedDataParallel"
+WRAPPERS = {
+    "torch.nn.DataParallel": _DP,
+    "torch.nn.parallel.DataParallel": _DP,
+    "torch.nn.parallel.data_parallel.DataParallel": _DP,
+    "torch.nn.parallel.DistributedDataParallel": _DDP,
+    "torch.nn.parallel.distributed.DistributedDataParallel": _DDP,
+}
+# Methods that (may) place a module; ``_apply`` is how ``to``/``cuda`` work.
+MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu", "mtia", "to_empty", "_apply"})
+# Methods that leave a module where it is (and return it, for the chaining ones).
+NEUTRAL = frozenset(
+    """eval train float double half bfloat16 requires_grad_ zero_grad apply
+    parameters named_parameters buffers named_buffers modules named_modules
+    children named_children state_dict load_state_dict add_module register_buffer
+    register_parameter register_module register_forward_hook register_forward_pre_hook
+    register_full_backward_hook share_memory""".split()
+)
+# Calls that read a module without placing it (everything else given a module
+# may place it: setup(model, device)).
+READERS = frozenset({"print", "isinstance", "hasattr", "getattr", "len", "repr", "str", "type", "id"})
+# An argument that names a device hands the module its placement: Net(device=d).
+_DEVICE_WORD = re.compile(r"device|cuda|gpu|rank", re.I)
+# Files that change where new modules are created at all.
+_DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type")
+
+UNPLACED, PLACED, UNKNOWN = "unplaced", "placed", "unknown"
+
+
+@dataclass
+class _Frame:
+    """One function (or module, or class) body."""
+
+    states: dict = field(default_factory=dict)  # name -> (state, block path)
+    blocks: list = field(default_factory=list)  # ids of the enclosing statement blocks
+    withs: int = 0  # open ``with`` statements (device contexts, init_empty_weights, ...)
+    wrappers: dict = field(default_factory=dict)  # name -> DDP call waiting for a move
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _callee_name(func: cst.BaseExpression) -> Optional[str]:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def _method(call: cst.BaseExpression) -> Optional[str]:
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def _wrapped(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "module":
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _names_a_gpu(call: cst.Call) -> bool:
+    """``device_ids=``/``output_device=`` given (by keyword or position) and not None."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            continue  # *args/**kwargs may or may not carry device_ids: no sign either way
+        if arg.keyword is None:
+            positional += 1
+            if positional in (2, 3) and not _is_none(arg.value):
+                return True
+        elif arg.keyword.value in ("device_ids", "output_device") and not _is_none(arg.value):
+            return True
+    return False
+
+
+class WrapBeforePlacement(Rule):
+    CODE = "TDV301"
+    NAME = "parallel-wrap-before-placement"
+    SUMMARY = "`DataParallel`/`DistributedDataParallel` wrapping a module that is not on its device yet"
+    MESSAGE = (
+        "DataParallel/DistributedDataParallel wraps a module that is not on its device "
+        "yet; move the module first (module.to(device)), then wrap it"
+    )
+
+    @classmethod
+    def trigger_offsets(cls, source: str) -> Iterable[int]:
+        # Every spelling (alias, module path) has "DataParallel" somewhere in the file.
+        if "DataParallel" not in source or _DEFAULT_DEVICE.search(source):
+            return ()
+        return call_offsets(source, (_DP, _DDP))
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._frames = [_Frame()]
+        self._moved_results: set = set()  # ids of calls whose result is moved: DDP(m).cuda()
+        self._waiting: dict = {}  # id(DDP call) -> call, unplaced module, no GPU sign yet
+
+    # -- frames and blocks ---------------------------------------------------
+    @property
+    def _frame(self) -> _Frame:
+        return self._frames[-1]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.append(_Frame())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._frames.pop()
+
+    visit_ClassDef = visit_FunctionDef
+    leave_ClassDef = leave_FunctionDef
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._frame.blocks.append(id(node))
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._frame.blocks.pop()
+
+    visit_SimpleStatementSuite = visit_IndentedBlock
+    leave_SimpleStatementSuite = leave_IndentedBlock
+
+    def visit_With(self, node: cst.With) -> None:
+        self._frame.withs += 1
+        for item in node.items:
+            self._forget_targets(item.asname.name if item.asname else None)
+
+    def leave_With(self, node: cst.With) -> None:
+        self._frame.withs -= 1
+
+    # -- bindings ------------------------------------------------------------
+    def leave_Assign(self, node: cst.Assign) -> None:
+        # On leave: the value's own calls (a wrap reading the old binding) ran first.
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._bind(node.targets[0].target.value, node.value)
+        else:
+            for target in node.targets:
+                self._forget_targets(target.target)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self._bind(node.target.value, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._forget_targets(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._forget_targets(node.target)
+
+    def _forget_targets(self, target: Optional[cst.BaseExpression]) -> None:
+        if target is None:
+            return
+        if isinstance(target, cst.Name):
+            self._frame.states[target.value] = (UNKNOWN, ())
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._forget_targets(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._forget_targets(target.value)
+
+    def _bind(self, name: str, value: cst.BaseExpression) -> None:
+        frame = self._frame
+        frame.states[name] = (self._placement(value), tuple(frame.blocks))
+        frame.wrappers.pop(name, None)
+        waiting = self._waiting.get(id(self._unchain(value)))
+        if waiting is not None:
+            frame.wrappers[name] = waiting
+
+    # -- what placement an expression has ------------------------------------
+    @staticmethod
+    def _unchain(expr: cst.BaseExpression) -> cst.BaseExpression:
+        """``Net().eval().float()`` -> ``Net()``: neutral calls keep placement."""
+        while _method(expr) in NEUTRAL:
+            expr = expr.func.value
+        return expr
+
+    def _placement(self, expr: cst.BaseExpression) -> str:
+        if _method(expr) in MOVES:
+            return PLACED
+        expr = self._unchain(expr)
+        if isinstance(expr, cst.Name):
+            state, path = self._frame.states.get(expr.value, (UNKNOWN, ()))
+            # A construction in one branch says nothing about another branch.
+            if state == UNPLACED and tuple(self._frame.blocks[: len(path)]) != path:
+                return UNKNOWN
+            return state
+        if not isinstance(expr, cst.Call):
+            return UNKNOWN
+        if _callee_name(expr.func) == "deepcopy":  # copy.deepcopy(m) is where m is
+            return self._placement(expr.args[0].value) if expr.args else UNKNOWN
+        return UNPLACED if self._is_construction(expr) else UNKNOWN
+
+    def _is_construction(self, call: cst.Call) -> bool:
+        name = _callee_name(call.func)
+        if not name or not name[0].isupper() or self.names.qualify(call.func) in WRAPPERS:
+            return False
+        # Inside ``with torch.device("cuda")`` / ``init_empty_weights()`` it may be placed.
+        if self._frame.withs:
+            return False
+        return not any(_DEVICE_WORD.search(_code(arg)) for arg in call.args)
+
+    # -- calls ---------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        method = _method(node)
+        if method in MOVES:
+            if isinstance(func.value, cst.Call):
+                self._moved_results.add(id(func.value))
+            elif isinstance(func.value, cst.Name):
+                self._moved(func.value.value)
+        wrapper = WRAPPERS.get(self.names.qualify(func) or "")
+        if wrapper is not None:
+            self._check_wrap(node, wrapper)
+        elif method not in NEUTRAL and not (isinstance(func, cst.Name) and func.value in READERS):
+            # Any other call may place a module it is given: setup(model, device).
+            for arg in node.args:
+                if isinstance(arg.value, cst.Name) and arg.value.value in self._frame.states:
+                    self._frame.states[arg.value.value] = (UNKNOWN, ())
+
+    def _moved(self, name: str) -> None:
+        frame = self._frame
+        if name in frame.states:
+            frame.states[name] = (PLACED, ())
+        waiting = frame.wrappers.pop(name, None)
+        if waiting is not None:  # ddp = DDP(m); ddp.cuda(): it was meant for a GPU
+            self._report(waiting, _DDP)
+
+    def _check_wrap(self, call: cst.Call, wrapper: str) -> None:
+        module = _wrapped(call)
+        if module is None or self._placement(module) != UNPLACED:
+            return
+        if wrapper == _DP or _names_a_gpu(call) or id(call) in self._moved_results:
+            self._report(call, wrapper)
+        else:
+            self._waiting[id(call)] = call
+
+    def _report(self, call: cst.Call, wrapper: str) -> None:
+        self.report(call, self.MESSAGE.replace("DataParallel/DistributedDataParallel", wrapper))
