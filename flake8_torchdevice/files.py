@@ -1,0 +1,133 @@
+"""Finding the files to lint, and reading/writing them byte-faithfully.
+
+Reading keeps what a fix must write back: the encoding (PEP 263 cookie or
+UTF-8 BOM, via ``tokenize.detect_encoding``) and the newlines (the text is
+decoded without newline translation, so CRLF stays CRLF).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+SUFFIXES = (".py", ".pyi", ".ipynb")
+# Directories never worth linting; virtualenvs are also found by pyvenv.cfg.
+SKIP_DIRS = (
+    ".git", ".hg", ".svn", ".bzr", "CVS", "__pycache__", ".tox", ".nox", ".venv", "venv",
+    ".eggs", "*.egg-info", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist",
+    "node_modules", "site-packages", "__pypackages__", ".ipynb_checkpoints",
+)
+
+
+class ReadError(Exception):
+    """A file that cannot be read; the message is one line."""
+
+
+@dataclass
+class SourceFile:
+    text: str
+    encoding: str  # "utf-8-sig" when the file starts with a BOM
+
+
+class Excluder:
+    """flake8-style patterns: matched against the name and the absolute path."""
+
+    def __init__(self, patterns: Iterable[str], base: Path) -> None:
+        self.patterns = [
+            os.path.abspath(os.path.join(base, p)) if "/" in p else p for p in patterns
+        ]
+
+    def __call__(self, path: str) -> bool:
+        name, absolute = os.path.basename(path.rstrip("/")), os.path.abspath(path)
+        return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(absolute, p) for p in self.patterns)
+
+
+def _is_venv(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "pyvenv.cfg"))
+
+
+def discover(paths: Sequence[str], excluded: Excluder, errors: list) -> list[str]:
+    """Files to lint, in a stable order. Missing paths go to ``errors``."""
+    skip = Excluder(SKIP_DIRS, Path.cwd())
+    found: list[str] = []
+    for path in paths:
+        if path == "-":
+            found.append(path)
+        elif excluded(path):
+            continue
+        elif os.path.isdir(path):
+            found.extend(sorted(_walk(path, excluded, skip)))
+        elif os.path.lexists(path):
+            found.append(path)  # named explicitly: lint whatever its suffix
+        else:
+            errors.append(f"{path}: {_missing_reason(path)}")
+    return list(dict.fromkeys(found))
+
+
+def _missing_reason(path: str) -> str:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.strerror or "cannot access"
+    return "cannot access"
+
+
+def _walk(root: str, excluded: Excluder, skip: Excluder) -> Iterator[str]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [
+            d for d in dirs
+            if not skip(d) and not excluded(os.path.join(folder, d)) and not _is_venv(os.path.join(folder, d))
+        ]
+        for name in files:
+            full = os.path.join(folder, name)
+            if name.endswith(SUFFIXES) and not excluded(full):
+                yield full
+
+
+def read_bytes(path: str) -> bytes:
+    """Read a regular file; FIFOs and devices are refused (they could block)."""
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise ReadError(f"{path}: is a directory")
+        if not stat.S_ISREG(mode):
+            raise ReadError(f"{path}: not a regular file")
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ReadError(f"{path}: {exc.strerror or exc}") from None
+
+
+def decode(data: bytes, name: str) -> SourceFile:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return SourceFile(data.decode(encoding), encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise ReadError(f"{name}: cannot decode: {reason.splitlines()[0] if reason else exc}") from None
+
+
+def write_atomic(path: str, source: SourceFile) -> None:
+    """Replace ``path`` with ``source``: same encoding, newlines, file mode."""
+    data = source.text.encode(source.encoding)
+    target = os.path.realpath(path)  # keep a symlink a symlink
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    handle, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".torchdevice-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise

@@ -1,0 +1,82 @@
+"""Jupyter notebooks: the code cells as one virtual module.
+
+The cells are joined in order (imports in cell 1 resolve names in cell 5),
+and every line remembers its (cell, line). IPython syntax is masked, keeping
+line numbers: a line magic, shell escape or help query (``%time f()``,
+``!pip install``, ``x = !ls``, ``obj?``) becomes ``pass`` at the same indent;
+a cell whose first line is a cell magic is skipped unless the magic runs the
+cell's Python (``%%time``, ``%%capture``, ...). Cells are numbered from 1 in
+notebook order, counting every cell (as they appear on screen).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+_MAGIC = re.compile(r"^(\s*)(?:[%!?]|\w+\s*=\s*[%!]|[\w.]+\?{1,2}\s*$)")
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+
+
+class NotebookError(Exception):
+    """Not a notebook we can read; the message is one line."""
+
+
+@dataclass
+class VirtualModule:
+    source: str
+    places: list = field(default_factory=list)  # virtual line (1-based) -> (cell, line)
+
+    def place(self, line: int) -> tuple[int, int]:
+        if 1 <= line <= len(self.places):
+            return self.places[line - 1]
+        return self.places[-1] if self.places else (1, line)
+
+
+def cell_sources(text: str, name: str) -> list[tuple[int, str]]:
+    """(cell number, source) for each code cell."""
+    try:
+        data = json.loads(text)
+        cells = data["cells"] if isinstance(data, dict) else None
+        if not isinstance(cells, list):
+            raise NotebookError(f"{name}: not a Jupyter notebook (no cell list)")
+        found = []
+        for number, cell in enumerate(cells, start=1):
+            if cell.get("cell_type") != "code":
+                continue
+            source = cell.get("source", "")
+            found.append((number, "".join(source) if isinstance(source, list) else str(source)))
+        return found
+    except (ValueError, KeyError, AttributeError, TypeError) as exc:
+        raise NotebookError(f"{name}: not a readable notebook: {str(exc).splitlines()[0]}") from None
+
+
+def mask(cell: str) -> list[str]:
+    lines = cell.split("\n")
+    first = lines[0].strip() if lines else ""
+    if first.startswith("%%"):
+        if first[2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
+            return [""] * len(lines)
+        lines[0] = ""
+    return [_mask_line(line) for line in lines]
+
+
+def _mask_line(line: str) -> str:
+    match = _MAGIC.match(line)
+    if match is None or line.lstrip().startswith("#"):
+        return line
+    return match.group(1) + "pass"
+
+
+def virtual_module(text: str, name: str) -> VirtualModule:
+    lines: list[str] = []
+    places: list[tuple[int, int]] = []
+    for number, source in cell_sources(text, name):
+        masked = mask(source)
+        if masked and masked[-1] == "":
+            masked.pop()  # the cell's own trailing newline
+        for index, line in enumerate(masked, start=1):
+            lines.append(line)
+            places.append((number, index))
+    return VirtualModule("\n".join(lines) + "\n" if lines else "", places)

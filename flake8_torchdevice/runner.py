@@ -1,0 +1,163 @@
+"""Lint (and optionally fix) one file; run many in parallel, in stable order.
+
+Everything a worker returns is plain data, so files can be checked in worker
+processes; output is assembled by the caller in the input order.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import logging
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from . import files, notebooks
+from .engine import check_source
+from .fixes import can_fix, fix_source_counted
+from .noqa import filter_noqa
+from .rules import RULES_BY_CODE
+
+# The engine logs internal errors for flake8's sake; the CLI reports them
+# itself, as one line, so the log record must not reach stderr as well.
+logging.getLogger("flake8_torchdevice").addHandler(logging.NullHandler())
+
+# Below this many files a process pool costs more than it saves.
+PARALLEL_THRESHOLD = 8
+
+
+@dataclass(frozen=True)
+class Options:
+    codes: tuple[str, ...]  # enabled rule codes
+    fix: bool = False
+    diff: bool = False
+    unsafe_fixes: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    code: str
+    line: int  # 1-based; within the cell for notebooks
+    col: int  # 0-based
+    end_line: int
+    end_col: int
+    message: str
+    cell: Optional[int] = None
+    fixable: bool = False
+
+
+@dataclass
+class Outcome:
+    path: str
+    findings: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # e.g. syntax errors (counted as findings)
+    io_error: Optional[str] = None  # the file could not be read or written (exit 2)
+    fixed: int = 0
+    diff: str = ""
+    output: Optional[str] = None  # the (fixed) text, for stdin with --fix
+
+
+def lint_path(path: str, display: str, options: Options, data: Optional[bytes] = None) -> Outcome:
+    """Never raises: every failure becomes part of the Outcome."""
+    outcome = Outcome(display)
+    try:
+        if data is None:
+            data = files.read_bytes(path)
+        if display.endswith(".ipynb"):
+            _lint_notebook(data, outcome, options)
+        else:
+            _lint_python(path, data, outcome, options)
+    except (files.ReadError, notebooks.NotebookError) as exc:
+        outcome.io_error = str(exc)
+    except OSError as exc:
+        outcome.io_error = f"{display}: {exc.strerror or exc}"
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
+        outcome.problems.append(f"{display}: internal error: {type(exc).__name__}: {one_line(str(exc))}")
+    return outcome
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """An exception's text can be huge (a KeyError holding a syntax tree)."""
+    first = message.strip().split("\n", 1)[0]
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def _violations(source: str, options: Options, outcome: Outcome, tree=None):
+    rules = [RULES_BY_CODE[code] for code in options.codes]
+    result = check_source(source, tree, rules=rules)
+    if result.error:
+        outcome.problems.append(f"{outcome.path}: {one_line(result.error)}")
+    return filter_noqa(source, result.violations)
+
+
+def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> None:
+    source = files.decode(data, outcome.path)
+    violations = _violations(source.text, options, outcome)
+    if (options.fix or options.diff) and violations:
+        fixed_text, count = fix_source_counted(source.text, violations, options.unsafe_fixes)
+        if count and options.diff:
+            outcome.diff = _unified_diff(source.text, fixed_text, outcome.path)
+            outcome.fixed = count
+        elif count:
+            if path != "-":
+                files.write_atomic(path, files.SourceFile(fixed_text, source.encoding))
+            source = files.SourceFile(fixed_text, source.encoding)
+            outcome.fixed = count
+            outcome.problems.clear()
+            violations = _violations(fixed_text, options, outcome)
+    if options.fix and path == "-":
+        outcome.output = source.text
+    outcome.findings = [_finding(outcome.path, v, None, v.line, options) for v in violations]
+
+
+def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
+    text = files.decode(data, outcome.path).text
+    module = notebooks.virtual_module(text, outcome.path)
+    try:
+        tree = ast.parse(module.source)
+    except (SyntaxError, ValueError) as exc:
+        cell, line = module.place(getattr(exc, "lineno", None) or 1)
+        message = getattr(exc, "msg", str(exc))
+        outcome.problems.append(f"{outcome.path}:cell {cell}: syntax error at line {line}: {message}")
+        return
+    for v in _violations(module.source, options, outcome, tree):
+        cell, line = module.place(v.line)
+        outcome.findings.append(_finding(outcome.path, v, cell, line, options))
+
+
+def _finding(path: str, v, cell: Optional[int], line: int, options: Options) -> Finding:
+    end_line = line + (v.end_line - v.line) if v.end_line else line
+    fixable = cell is None and can_fix(v.code, options.unsafe_fixes)
+    return Finding(path, v.code, line, v.col, end_line, v.end_col, v.message, cell, fixable)
+
+
+def _unified_diff(old: str, new: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _work(item: tuple[str, Options]) -> Outcome:
+    path, options = item
+    return lint_path(path, display_name(path), options)
+
+
+def display_name(path: str) -> str:
+    return os.path.normpath(path)
+
+
+def lint_paths(paths: Sequence[str], options: Options, jobs: int) -> list[Outcome]:
+    """Outcomes in the order of ``paths`` whatever the number of workers."""
+    items = [(path, options) for path in paths]
+    if jobs > 1 and len(items) >= PARALLEL_THRESHOLD:
+        try:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+                return list(pool.map(_work, items, chunksize=max(1, len(items) // (jobs * 4))))
+        except (OSError, ImportError, NotImplementedError, BrokenProcessPool):
+            pass  # no working multiprocessing here (e.g. no /dev/shm): run serially
+    return [_work(item) for item in items]
