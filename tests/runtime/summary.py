@@ -1,0 +1,81 @@
+"""The table printed at the end of a run: what was proven, per rule, and where."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+NO_CUDA_NOTE = "no-CUDA failure only"
+FOOTNOTES = {
+    NO_CUDA_NOTE: "on a machine without CUDA the flagged program can only show that CUDA is missing;"
+    " the failure the rule is about (invalid device ordinal, tensors on two devices) needs its GPU proof",
+    "post-condition": "torch raises nothing on this machine; the program's own assert saw the effect (e.g. no move)",
+}
+
+
+@dataclass(frozen=True)
+class Record:
+    """What became of one proof in this run."""
+
+    rule: str
+    gpus: int
+    outcome: str  # the claim: "runs" | "fails"
+    status: str  # "passed" | "failed" | "skipped: needs N GPUs"
+    postcondition: bool = False
+    no_cuda: bool = False
+
+
+def cpu_cell(records: list[Record]) -> str:
+    if not records:
+        return "not run"
+    failed = [r for r in records if r.status == "failed"]
+    if failed:
+        return f"failed ({len(failed)} of {len(records)} proofs)"
+    fails = [r for r in records if r.outcome == "fails"]
+    if not fails:
+        return f"no failing program proven ({len(records)} run)"
+    notes = []
+    if any(r.postcondition for r in fails):
+        notes.append("post-condition")
+    if all(r.no_cuda for r in fails):
+        notes.append(NO_CUDA_NOTE)
+    text = f"passed ({len(fails)} fail as claimed, {len(records) - len(fails)} run)"
+    return text + "".join(f"; {note}" for note in notes)
+
+
+def gpu_cell(records: list[Record], declared: bool) -> str:
+    if not declared:
+        return "none written"
+    if not records:
+        return "not run"
+    failed = [r for r in records if r.status == "failed"]
+    passed = [r for r in records if r.status == "passed"]
+    skipped = sorted({r.status for r in records if r.status.startswith("skipped")})
+    if failed:
+        return f"failed ({len(failed)} of {len(records)} proofs)"
+    if passed:
+        rest = f"; {', '.join(skipped)}" if skipped else ""
+        return f"passed ({len(passed)} proofs){rest}"
+    return ", ".join(skipped)
+
+
+def rows(records: list[Record], rules: list[str], gpu_declared: set) -> list[tuple[str, str, str]]:
+    """One row per rule: (rule, CPU proof, GPU proof)."""
+    table = []
+    for rule in sorted(set(rules) | {r.rule for r in records}):
+        mine = [r for r in records if r.rule == rule]
+        cpu = [r for r in mine if r.gpus == 0]
+        gpu = [r for r in mine if r.gpus > 0]
+        table.append((rule, cpu_cell(cpu), gpu_cell(gpu, rule in gpu_declared)))
+    return table
+
+
+def render(table: list[tuple[str, str, str]], header: Optional[tuple] = None) -> list[str]:
+    header = header or ("rule", "CPU proof", "GPU proof")
+    widths = [max(len(row[i]) for row in [header, *table]) for i in range(3)]
+
+    def line(row) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+
+    notes = [f"{key}: {text}" for key, text in FOOTNOTES.items() if any(key in cell for row in table for cell in row)]
+    return [line(header), line(tuple("-" * w for w in widths)), *(line(row) for row in table), *notes]

@@ -1,0 +1,232 @@
+"""The proof runner itself, on tiny programs: a wrong claim must be reported as failed."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fixture_cases import headers_of
+
+from . import proofs, summary
+from .proofs import Claim, Outcome, judge, parse_claim
+
+
+@pytest.fixture
+def make(tmp_path):
+    """Write ``fixtures/TDV999/<name>`` under tmp_path; return (path, fixtures dir)."""
+    fixtures = tmp_path / "fixtures"
+    (fixtures / "TDV999").mkdir(parents=True)
+
+    def write(name: str, source: str):
+        path = fixtures / "TDV999" / name
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+        return path, fixtures
+
+    return write
+
+
+def verdict_of(make, claim: str, source: str, **run):
+    path, fixtures = make("case.py", source)
+    return judge(parse_claim(claim), proofs.run_program(path, fixtures=fixtures, **run), fixtures)
+
+
+# -- real programs, real exit statuses ------------------------------------
+
+
+def test_the_claimed_exception_passes(make):
+    verdict = verdict_of(make, "fails ValueError: invalid literal for int()", 'int("x")\n')
+    assert verdict.passed, verdict.detail
+    assert not verdict.postcondition and not verdict.no_cuda
+
+
+def test_a_wrong_exception_type_fails(make):
+    verdict = verdict_of(make, "fails TypeError: invalid literal for int()", 'int("x")\n')
+    assert not verdict.passed
+    assert "got ValueError: invalid literal" in verdict.detail
+
+
+def test_a_wrong_message_fails(make):
+    verdict = verdict_of(make, "fails ValueError: could not convert", 'int("x")\n')
+    assert not verdict.passed
+
+
+def test_a_subclass_is_not_the_claimed_type(make):
+    source = "import json\njson.loads('{')\n"
+    assert not verdict_of(make, "fails ValueError: Expecting", source).passed
+    assert verdict_of(make, "fails JSONDecodeError: Expecting", source).passed
+    assert verdict_of(make, "fails json.decoder.JSONDecodeError: Expecting", source).passed
+
+
+def test_a_program_that_runs_does_not_prove_a_failure(make):
+    verdict = verdict_of(make, "fails ValueError: x", "print('fine')\n")
+    assert not verdict.passed and "ran to completion" in verdict.detail
+
+
+def test_a_program_that_fails_does_not_prove_it_runs(make):
+    verdict = verdict_of(make, "runs", "{}['key']\n")
+    assert not verdict.passed and "KeyError" in verdict.detail
+
+
+def test_an_exception_the_fixture_raises_itself_is_no_proof(make):
+    source = 'raise RuntimeError("Expected all tensors")\n'
+    verdict = verdict_of(make, "fails RuntimeError: Expected all tensors", source)
+    assert not verdict.passed and "not torch's" in verdict.detail
+
+
+def test_an_assertion_in_the_fixture_is_a_post_condition(make):
+    source = """\
+        device = "cpu"
+        assert device == "meta", f"the move never happened: still on {device}"
+    """
+    verdict = verdict_of(make, "fails AssertionError: the move never happened", source)
+    assert verdict.passed and verdict.postcondition
+
+
+def test_a_hung_program_times_out(make):
+    verdict = verdict_of(make, "runs", "import time\ntime.sleep(30)\n", timeout=1)
+    assert not verdict.passed and "timed out" in verdict.detail
+
+
+def test_programs_run_isolated_with_fixtures_importable(make):
+    helper, fixtures = make("_probe_helper.py", "VALUE = 42\n")
+    helper.rename(fixtures / "_probe_helper.py")
+    source = f"""\
+        import os, tempfile
+        from _probe_helper import VALUE
+        assert VALUE == 42
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
+        assert os.getcwd() != {str(fixtures)!r} and os.getcwd().startswith(tempfile.gettempdir())
+        assert os.listdir(".") == []
+    """
+    verdict = verdict_of(make, "runs", source)
+    assert verdict.passed, verdict.detail
+
+
+# -- reading tracebacks ---------------------------------------------------
+
+
+def _traceback(frame_file: str, source: str, last: str) -> str:
+    return f'Traceback (most recent call last):\n  File "{frame_file}", line 3, in <module>\n    {source}\n{last}\n'
+
+
+def _outcome(stderr: str) -> Outcome:
+    return Outcome(1, "", stderr, 0.1)
+
+
+TORCH_FILE = "/site-packages/torch/cuda/__init__.py"
+NO_CUDA_CLAIM = Claim("fails", "AssertionError", "Torch not compiled with CUDA enabled")
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "RuntimeError: No CUDA GPUs are available",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU",
+        "RuntimeError: Cannot access accelerator device when none is available.",
+    ],
+)
+def test_a_cuda_build_without_gpus_meets_a_no_cuda_claim(tmp_path, last):
+    verdict = judge(NO_CUDA_CLAIM, _outcome(_traceback(TORCH_FILE, "raise X", last)), tmp_path)
+    assert verdict.passed and verdict.no_cuda
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "RuntimeError: Expected all tensors to be on the same device",
+        "NotImplementedError: Could not run 'aten::nonzero' with arguments from the 'Meta' backend.",
+        "AssertionError",
+    ],
+)
+def test_nothing_else_meets_a_no_cuda_claim(tmp_path, last):
+    assert not judge(NO_CUDA_CLAIM, _outcome(_traceback(TORCH_FILE, "raise X", last)), tmp_path).passed
+
+
+def test_meta_not_implemented_is_not_a_device_error(tmp_path):
+    claim = Claim("fails", "RuntimeError", "Could not run")
+    stderr = _traceback("/fixtures/x.py", "x.nonzero()", "NotImplementedError: Could not run 'aten::nonzero'")
+    assert not judge(claim, _outcome(stderr), tmp_path).passed
+
+
+def test_the_last_of_chained_tracebacks_counts():
+    stderr = (
+        _traceback("/a.py", "f()", "KeyError: 'k'")
+        + "\nDuring handling of the above exception, another exception occurred:\n\n"
+        + _traceback("/b.py", "g()", "ValueError: second\nmore of the message")
+    )
+    raised = proofs.final_exception(stderr)
+    assert (raised.exc_type, raised.frame_file) == ("ValueError", "/b.py")
+    assert raised.message == "second\nmore of the message"
+
+
+def test_rank_prefixes_of_torch_distributed_are_read_through():
+    plain = _traceback(TORCH_FILE, "raise err", "ValueError: bad")
+    stderr = "".join(f"[rank0]: {line}\n" for line in plain.splitlines())
+    raised = proofs.final_exception(stderr)
+    assert (raised.exc_type, raised.message, raised.frame_source) == ("ValueError", "bad", "raise err")
+
+
+def test_no_traceback_is_no_exception():
+    assert proofs.final_exception("Segmentation fault\n") is None
+    assert not judge(Claim("fails", "RuntimeError", "x"), _outcome("Segmentation fault\n"), None).passed
+
+
+# -- headers and machines -------------------------------------------------
+
+
+def test_claims_parse_and_malformed_ones_are_refused():
+    assert parse_claim("runs") == Claim("runs")
+    assert parse_claim("static — needs two GPUs").outcome == "static"
+    assert parse_claim("fails torch.AcceleratorError: CUDA error: invalid device ordinal") == Claim(
+        "fails", "torch.AcceleratorError", "CUDA error: invalid device ordinal"
+    )
+    for bad in ["fails", "fails RuntimeError", "fails RuntimeError:", "crashes", "runs fast"]:
+        with pytest.raises(ValueError):
+            parse_claim(bad)
+
+
+def test_headers_give_cpu_and_gpu_proofs_but_no_static_ones(tmp_path):
+    path = tmp_path / "TDV999" / "case.py"
+    text = "# proof: static — needs a GPU\n# proof-gpu 2: fails RuntimeError: boom\n# twin: ok.py\nx = 1\n"
+    (found,) = proofs.proofs_of(path, headers_of(text))
+    assert (found.rule, found.gpus, found.claim.exc_type) == ("TDV999", 2, "RuntimeError")
+    assert found.id == "TDV999/case.py:gpu2"
+    for bad_key in ["# proof-gpu: runs\n", "# proof-gpu 0: runs\n"]:
+        with pytest.raises(ValueError):
+            proofs.proofs_of(path, headers_of(bad_key))
+
+
+def test_gpu_proofs_need_enough_devices():
+    assert proofs.gpu_skip_reason(2, 1) == "needs 2 GPUs"
+    assert proofs.gpu_skip_reason(1, 0) == "needs 1 GPU"
+    assert proofs.gpu_skip_reason(1, 1) is None and proofs.gpu_skip_reason(0, 0) is None
+
+
+def test_visible_devices_shows_exactly_n(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert (proofs.visible_devices(0), proofs.visible_devices(2)) == ("", "0,1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5,6")
+    assert (proofs.visible_devices(0), proofs.visible_devices(2)) == ("", "3,5")
+
+
+# -- the closing table ------------------------------------------------------
+
+
+def test_table_says_what_was_proven_where():
+    records = [
+        summary.Record("TDV401", 0, "fails", "passed", no_cuda=True),
+        summary.Record("TDV401", 0, "runs", "passed"),
+        summary.Record("TDV401", 1, "fails", "skipped: needs 1 GPU"),
+        summary.Record("TDV501", 0, "fails", "passed", postcondition=True),
+        summary.Record("TDV301", 0, "fails", "failed"),
+    ]
+    table = dict((rule, (cpu, gpu)) for rule, cpu, gpu in summary.rows(records, ["TDV101"], {"TDV401"}))
+    assert table["TDV401"] == (f"passed (1 fail as claimed, 1 run); {summary.NO_CUDA_NOTE}", "skipped: needs 1 GPU")
+    assert table["TDV501"] == ("passed (1 fail as claimed, 0 run); post-condition", "none written")
+    assert table["TDV301"][0] == "failed (1 of 1 proofs)"
+    assert table["TDV101"] == ("not run", "none written")
+    lines = summary.render(summary.rows(records, [], set()))
+    assert lines[0].split() == ["rule", "CPU", "proof", "GPU", "proof"] and len(lines) == 2 + 3 + 2
+    assert lines[-2].startswith(summary.NO_CUDA_NOTE + ": ") and lines[-1].startswith("post-condition: ")
+    assert len(summary.render(summary.rows(records[-1:], [], set()))) == 2 + 1  # no note without its case
