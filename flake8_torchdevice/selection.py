@@ -18,6 +18,10 @@ from typing import Iterable, Sequence
 # How much context a trigger needs around it.
 MEMBER = "member"  # the enclosing function; for methods, the method + class header
 TOPLEVEL = "toplevel"  # the whole enclosing top-level statement (e.g. a class)
+# As MEMBER, but a hit in plain module-level code (outside any def or class)
+# is dropped: for rules that only report inside functions, it saves parsing
+# all module-level code (e.g. torch's op tables full of factory calls).
+FUNCTION = "function"
 
 
 def _start(stmt: ast.stmt) -> int:
@@ -32,6 +36,7 @@ class _Span:
     module_level: bool  # plain module code (not a def or class)
     members: list  # for a class: (start, end) of each body statement
     header_end: int  # for a class: last line before its first body statement
+    defs: list  # for module-level code: (start, end) of defs/classes nested in if/try/with
 
 
 class StatementIndex:
@@ -52,6 +57,8 @@ class StatementIndex:
                     module_level=not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)),
                     members=members,
                     header_end=header_end,
+                    defs=[] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    else list(_nested_defs(stmt)),
                 )
             )
         self._starts = [s.start for s in self.spans]
@@ -71,8 +78,10 @@ class StatementIndex:
             if span is None:
                 continue
             if span.module_level:
+                if scope == FUNCTION and _member_at(span.defs, line) is None:
+                    continue
                 want_module_code = True
-            elif scope == MEMBER and span.members:
+            elif scope in (MEMBER, FUNCTION) and span.members:
                 member = _member_at(span.members, line)
                 if member is not None:
                     keep.update(range(span.start, span.header_end + 1))
@@ -87,11 +96,34 @@ class StatementIndex:
         return keep
 
 
+def _nested_defs(stmt: ast.stmt) -> Iterable[tuple[int, int]]:
+    """Spans of defs/classes inside module-level ``if``/``try``/``with``/loops."""
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        for child in getattr(stmt, field, ()):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield (_start(child), child.end_lineno or child.lineno)
+            elif isinstance(child, (ast.stmt, ast.excepthandler)):
+                yield from _nested_defs(child)
+
+
 def _member_at(members: Sequence[tuple[int, int]], line: int):
     for start, end in members:
         if start <= line <= end:
             return (start, end)
     return None
+
+
+def compact(lines: Sequence[str], keep: set[int]) -> tuple[str, list[int]]:
+    """The kept lines alone, joined, and the original number of each line.
+
+    What the engine parses: LibCST builds a node for every blank line, so
+    parsing the blanked file costs ~2x parsing the kept lines alone (measured
+    on the torch sources). Kept spans are whole statements (or a class header
+    and whole members), so the text stays valid Python with the same columns;
+    line ``i`` of the text is line ``numbers[i - 1]`` of the file.
+    """
+    numbers = sorted(keep)
+    return "\n".join([lines[number - 1] for number in numbers]), numbers
 
 
 def blank_except(lines: Sequence[str], keep: set[int]) -> str:

@@ -1,0 +1,289 @@
+"""TDV501: tensor state in a plain attribute of an nn.Module / torchmetrics.Metric.
+
+``module.to(device)`` moves parameters, registered buffers and torchmetrics
+states, not plain attributes. The rule needs the whole class: an attribute
+that the class only ever uses after moving it (``self.a.to(x.device)``), or
+that it rebinds to something else, is fine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from ..selection import MEMBER
+from .base import Rule
+from .factories import FactorySpelling, factory_name, maybe_zero_dim, outside_strings
+from .triggers import word_matches
+
+MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+METRIC_BASES = frozenset({"torchmetrics.Metric", "torchmetrics.metric.Metric"})
+# torch.nn names that are classes but not Modules.
+NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
+# Classes that move their own plain attributes.
+MOVING_OVERRIDES = frozenset({"_apply", "to", "cuda", "_to"})
+# A use as the receiver of these is safe: it moves the tensor or never meets a device.
+MOVE_METHODS = frozenset({"to", "type_as", "cuda"})
+META_USES = frozenset(
+    """item tolist numpy size dim numel nelement shape dtype device ndim is_cuda
+    cpu clone detach""".split()
+)
+NOT_INPLACE = frozenset({"requires_grad_", "share_memory_"})
+# Methods that keep a fresh factory tensor a plain CPU tensor (dtype/shape changes).
+CHAIN_KEEPS = frozenset(
+    """float double half bfloat16 long int short bool byte char view reshape unsqueeze
+    squeeze expand repeat t transpose permute flatten contiguous clone detach fill_ zero_
+    uniform_ normal_ requires_grad_ cumsum flip""".split()
+)
+
+_CLASS = re.compile(r"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)", re.M)
+# After a \b (checked by word_matches: a leading \b is ~20x slower in the regex).
+_SELF_ASSIGN = re.compile(r"self\.(\w+)\s*(?::[^=\n]*)?=(?!=)\s*(?:\(\s*)?([\w.]*?)(\w+)\s*\(")
+_OVERRIDE = re.compile(r"def\s+(?:_apply|to|cuda|_to)\s*\(")  # after \b
+
+
+@dataclass
+class _Candidate:
+    node: cst.CSTNode
+    zero_dim: bool
+
+
+@dataclass
+class _ClassInfo:
+    kind: Optional[str]  # "module", "metric" or None (not interesting)
+    candidates: dict = field(default_factory=dict)  # attr -> _Candidate
+    uses: dict = field(default_factory=dict)  # attr -> set of use kinds
+    rebound: set = field(default_factory=set)
+    moves_itself: bool = False
+
+
+@dataclass
+class _Method:
+    name: str
+    self_name: Optional[str]
+    owner: Optional[_ClassInfo]  # the class whose method this is (or encloses)
+
+
+class TensorStateNotRegistered(Rule):
+    CODE = "TDV501"
+    NAME = "tensor-state-not-registered"
+    SUMMARY = "tensor created in `__init__` of an nn.Module/Metric kept in a plain attribute"
+    MESSAGE = (
+        "tensor attribute self.{attr} does not follow module.to(device); "
+        'register it: self.register_buffer("{attr}", ...)'
+    )
+    METRIC_MESSAGE = (
+        "tensor attribute self.{attr} does not follow metric.to(device); "
+        'register it: self.add_state("{attr}", default=..., dist_reduce_fx=...)'
+    )
+    SCOPE = MEMBER  # with offsets in every method that mentions the attribute
+
+    @classmethod
+    def trigger_offsets(cls, source: str) -> Iterable[int]:
+        """The ``self.a = torch.zeros(...)`` lines, every method that mentions
+        such an attribute (its uses decide), and ``_apply``/``to`` overrides:
+        the class minus the methods that cannot matter."""
+        if "self." not in source:
+            return ()
+        spelling = FactorySpelling(source)
+        found, attrs = [], set()
+        for match in word_matches(_SELF_ASSIGN, source):
+            prefix, name = match.group(2), match.group(3)
+            if (name in spelling.bare) if not prefix else (prefix[:-1] in spelling.modules):
+                found.append(match.start())
+                attrs.add(match.group(1))
+        found = outside_strings(source, found)
+        if not found:
+            return ()
+        uses = re.compile(r"self\.(?:%s)\b" % "|".join(sorted(attrs)))
+        found.extend(m.start() for m in word_matches(uses, source))
+        found.extend(m.start() for m in word_matches(_OVERRIDE, source))
+        return found
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classes: list[_ClassInfo] = []
+        self._methods: list[Optional[_Method]] = []  # None marks a class body
+        self._safe: dict[int, str] = {}  # id(self.attr node) -> use kind
+        self._local_bases: Optional[dict] = None
+
+    # -- classes ------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        info = _ClassInfo(self._class_kind(node))
+        self._classes.append(info)
+        self._methods.append(None)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        info = self._classes.pop()
+        self._methods.pop()
+        if info.kind is None or info.moves_itself:
+            return
+        template = self.METRIC_MESSAGE if info.kind == "metric" else self.MESSAGE
+        for attr, candidate in info.candidates.items():
+            if self._exempt(info, attr, candidate):
+                continue
+            self.report(candidate.node, template.format(attr=attr))
+
+    @staticmethod
+    def _exempt(info: _ClassInfo, attr: str, candidate: _Candidate) -> bool:
+        if attr in info.rebound:
+            return True
+        uses = info.uses.get(attr, set())
+        if uses and uses <= {"moved", "meta"}:
+            return True
+        # A 0-dim CPU tensor may meet CUDA tensors in out-of-place ops.
+        return candidate.zero_dim and "inplace" not in uses
+
+    def _class_kind(self, node: cst.ClassDef) -> Optional[str]:
+        for base in node.bases:
+            if base.keyword is not None:
+                continue
+            kind = self._base_kind(base.value, set())
+            if kind:
+                return kind
+        return None
+
+    def _base_kind(self, expr: cst.BaseExpression, seen: set) -> Optional[str]:
+        if isinstance(expr, cst.Subscript):  # Generic[...]-style bases
+            expr = expr.value
+        qualified = self.names.qualify(expr)
+        if qualified:
+            return _kind_of_qualified(qualified)
+        if isinstance(expr, cst.Name):
+            return self._local_kind(expr.value, seen)
+        return None
+
+    def _local_kind(self, name: str, seen: set) -> Optional[str]:
+        """Kind of a class defined in this file, from its bases' text."""
+        if self._local_bases is None:
+            self._local_bases = {}
+            for cls_name, bases in _CLASS.findall(self.context.source):
+                self._local_bases.setdefault(cls_name, []).extend(b.strip() for b in bases.split(","))
+        if name in seen or name not in self._local_bases:
+            return None
+        seen.add(name)
+        for base in self._local_bases[name]:
+            if not base or "=" in base:
+                continue
+            qualified = self.names.resolve_dotted(base.split("[", 1)[0])
+            kind = _kind_of_qualified(qualified) if qualified else self._local_kind(base, seen)
+            if kind:
+                return kind
+        return None
+
+    # -- methods ------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        parent = self._methods[-1] if self._methods else None
+        owner = self._classes[-1] if self._classes else None
+        if self._methods and parent is None and owner is not None:  # a method
+            if node.name.value in MOVING_OVERRIDES:
+                owner.moves_itself = True
+            params = node.params.params or node.params.posonly_params
+            self_name = params[0].name.value if params else None
+            self._methods.append(_Method(node.name.value, self_name, owner))
+        elif parent is not None:  # nested function: same self, not __init__ itself
+            self._methods.append(_Method("<nested>", parent.self_name, parent.owner))
+        else:
+            self._methods.append(_Method("<function>", None, None))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._methods.pop()
+
+    def _method(self) -> Optional[_Method]:
+        return self._methods[-1] if self._methods else None
+
+    def _self_attr(self, expr: cst.BaseExpression) -> Optional[str]:
+        method = self._method()
+        if method is None or method.self_name is None or method.owner is None:
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.value.value == method.self_name:
+                return expr.attr.value
+        return None
+
+    # -- assignments --------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        attr = self._self_attr(target)
+        if attr is None:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._bind(element.value, cst.Name("None"))
+            return
+        method = self._method()
+        info = method.owner
+        self._safe[id(target)] = "store"
+        factory = self._unplaced_factory(value)
+        if factory is None:
+            info.rebound.add(attr)
+        elif method.name == "__init__" and attr not in info.candidates:
+            info.candidates[attr] = _Candidate(target, maybe_zero_dim(*factory))
+
+    def _unplaced_factory(self, value: cst.BaseExpression):
+        """(qualified, call) if ``value`` is a factory call, possibly followed by
+        dtype/shape methods, without device=; else None."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value not in CHAIN_KEEPS:
+                break
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return None
+        qualified = factory_name(self.names, value)
+        if qualified is None or any(a.keyword and a.keyword.value == "device" for a in value.args):
+            return None
+        return qualified, value
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._self_attr(node.target) is not None:
+            self._safe[id(node.target)] = "inplace"
+        self._mark_item_write(node.target)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._mark_item_write(node.target)
+
+    def _mark_item_write(self, target: cst.BaseExpression) -> None:
+        """``self.a[i] = v`` / ``self.a[i] += v`` write into the tensor itself."""
+        if isinstance(target, cst.Subscript) and self._self_attr(target.value) is not None:
+            self._safe[id(target.value)] = "inplace"
+
+    # -- uses -----------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        inner = node.value
+        if self._self_attr(inner) is not None:
+            name = node.attr.value
+            if name in MOVE_METHODS:
+                self._safe[id(inner)] = "moved"
+            elif name in META_USES:
+                self._safe[id(inner)] = "meta"
+            elif name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE:
+                self._safe[id(inner)] = "inplace"
+        attr = self._self_attr(node)
+        if attr is not None:
+            kind = self._safe.pop(id(node), "other")
+            if kind != "store":
+                self._method().owner.uses.setdefault(attr, set()).add(kind)
+
+
+def _kind_of_qualified(qualified: str) -> Optional[str]:
+    if qualified in MODULE_BASES:
+        return "module"
+    if qualified in METRIC_BASES:
+        return "metric"
+    head, _, last = qualified.rpartition(".")
+    if not last[:1].isupper():
+        return None
+    if head.startswith("torch.nn") and last not in NOT_MODULES and "functional" not in head:
+        return "module"
+    if head.startswith("torchmetrics") and "utilities" not in head:
+        return "metric"
+    return None

@@ -1,0 +1,345 @@
+"""TDV501 (tensor state in plain attributes) and TDV502 (factory without device=
+meeting an input): behaviour the fixtures do not pin down line by line."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.rules.factories import FactorySpelling, call_is_placed, closing_paren
+from flake8_torchdevice.rules.factory_device import FactoryWithoutDevice
+from flake8_torchdevice.rules.tensor_state import TensorStateNotRegistered
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def lines(rule, source: str) -> list[int]:
+    result = check_source(textwrap.dedent(source), rules=[rule], strict=True)
+    assert result.error is None, result.error
+    return [v.line for v in result.violations]
+
+
+def tdv501(source: str) -> list[int]:
+    return lines(TensorStateNotRegistered, source)
+
+
+def tdv502(source: str) -> list[int]:
+    return lines(FactoryWithoutDevice, source)
+
+
+# -- TDV501 ---------------------------------------------------------------
+MODULE = """
+import torch
+from torch import nn
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.counts = torch.zeros(3)
+{body}
+"""
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("    def forward(self, x):\n        self.counts += x", [8]),
+        ("    def forward(self, x):\n        return x + self.counts.to(x.device)", []),
+        ("    def forward(self, x):\n        return x + self.counts.type_as(x)", []),
+        ("    def forward(self, x):\n        self.counts = self.counts.to(x)\n        return x + self.counts", []),
+        ("    def _apply(self, fn, recurse=True):\n        return super()._apply(fn, recurse)", []),
+        ("    def forward(self, x):\n        return x.shape == self.counts.shape", []),
+        (
+            "    def reset(self):\n        self.counts = torch.zeros(3)\n"
+            "    def forward(self, x):\n        return x + self.counts",
+            [8],
+        ),
+        ("", [8]),  # never used in the class: still state that does not follow .to()
+    ],
+)
+def test_uses_elsewhere_in_the_class_decide(body, expected):
+    assert tdv501(MODULE.format(body=body)) == expected
+
+
+def test_zero_dim_state_only_matters_in_place():
+    source = """
+    import torch
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.eps = torch.tensor(1e-6)
+            self.steps = torch.tensor(0)
+            self.total = torch.zeros(())
+        def forward(self, x):
+            self.steps += 1
+            self.total.add_(x.sum())
+            return x / (x.norm() + self.eps)
+    """
+    assert tdv501(source) == [7, 8]
+
+
+def test_metric_aliases_and_add_state():
+    source = """
+    import torch
+    from torchmetrics import Metric as M
+    class Mean(M):
+        def __init__(self):
+            super().__init__()
+            self.add_state("total", default=torch.zeros(()), dist_reduce_fx="sum")
+            self.hist = torch.zeros(10)
+        def update(self, x):
+            self.total += x.sum()
+            self.hist += x[:10]
+    """
+    result = check_source(textwrap.dedent(source), rules=[TensorStateNotRegistered], strict=True)
+    assert [v.line for v in result.violations] == [8]
+    assert 'self.add_state("hist"' in result.violations[0].message
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "import torch.nn as nn\nclass M(nn.Module):",
+        "from torch import nn\nclass M(nn.Linear):",
+        "from torch.nn import Module as Base\nclass B(Base): pass\nclass M(B):",
+        "import torchmetrics\nclass M(torchmetrics.Metric):",
+        "from torchmetrics.metric import Metric\nclass M(Metric):",
+    ],
+)
+def test_base_class_aliases(header):
+    source = f"import torch\n{header}\n    def __init__(self):\n        self.a = torch.ones(2)\n"
+    assert tdv501(source) == [source.count("\n", 0, source.index("self.a")) + 1]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "class M:",  # not a Module
+        "from mylib import Base\nclass M(Base):",  # unknown base: precision first
+        "import torch\nclass M(torch.nn.Parameter):",  # a Tensor subclass, not a Module
+    ],
+)
+def test_not_a_module(header):
+    assert tdv501(f"import torch\n{header}\n    def __init__(self):\n        self.a = torch.ones(2)\n") == []
+
+
+def test_registered_placed_and_late_state_are_fine():
+    source = """
+    import torch
+    from torch import nn
+    class M(nn.Module):
+        def __init__(self, device=None):
+            super().__init__()
+            self.w = nn.Parameter(torch.zeros(3))
+            self.register_buffer("b", torch.zeros(3))
+            self.placed = torch.zeros(3, device=device)
+            def helper():
+                self.inner = torch.zeros(3)  # a nested function, not __init__ itself
+            helper()
+        def reset(self):
+            self.late = torch.zeros(3)
+    """
+    assert tdv501(source) == []
+
+
+# -- TDV502 ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    "body",
+    [
+        "m = torch.zeros(x.shape)\n    return x + m",
+        "m = torch.ones(x.shape[0])\n    return torch.cat([x, m])",
+        "m = torch.ones(x.shape)\n    return torch.where(x > 0, x, m)",
+        "acc = torch.zeros(())\n    acc += x.sum()\n    return acc",
+        "acc = torch.tensor(0.0)\n    acc.add_(x.sum())\n    return acc",
+        "idx = torch.tensor([0, 1])\n    return x.float().index_add_(0, idx, x)",
+        "out = torch.zeros(3)\n    out.scatter_add_(0, x.long(), x)\n    return out",
+        "mask = torch.ones(4, 4).tril()\n    return x.masked_fill(mask == 0, 0)",
+        "pos = torch.arange(4)\n    return pos[None, :] < x[:, None]",
+        "buf = torch.zeros(4)\n    buf[x.nonzero()] = 1\n    return buf",
+    ],
+)
+def test_combinations_are_reported(body):
+    assert tdv502(f"import torch\ndef f(x):\n    {body}\n") == [3]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return x + torch.zeros_like(x) + x.new_ones(x.shape)",
+        "return x + torch.zeros(x.shape, device=x.device)",
+        "return x + torch.zeros(x.shape, **kw)",
+        "return x + torch.zeros(x.shape).to(x)",
+        "return x + torch.zeros(x.shape).type_as(x)",
+        "return x + torch.zeros(x.shape).cuda()",
+        "return x[: torch.arange(3).sum().item()]",
+        "return x * torch.tensor(2.0) + torch.zeros(())",
+        "return torch.where(x > 0, x, torch.tensor(0.0))",
+        "return torch.as_tensor(x) + x.float()",
+        "m = torch.zeros(3)\n    return (m + 1).tolist(), x.shape",
+        "m = torch.zeros(3)\n    m = m.to(x.device)\n    return x + m",
+        "m = torch.zeros(3)  # device elsewhere\n    return x.float()",
+    ],
+)
+def test_exemptions(body):
+    assert tdv502(f"import torch\ndef f(x, **kw):\n    {body}\n") == []
+
+
+def test_numbers_are_not_inputs():
+    source = """
+    import torch
+    def shard(x, rank, scale=2.0, eps: float = 1e-6, n: int = 3):
+        a = torch.ones(4) * rank
+        b = torch.ones(4) * scale + eps
+        c = torch.arange(n) + n
+        return a, b, c, x.sum()
+    """
+    assert tdv502(source) == []
+
+
+def test_parameter_becomes_an_input_once_used_as_a_tensor():
+    unknown = "import torch\ndef f(w):\n    return torch.ones(3) * w\n"
+    assert tdv502(unknown) == []
+    later = "import torch\ndef f(w):\n    out = torch.ones(3) * w\n    return out, w.shape\n"
+    assert tdv502(later) == [3]
+    typed = "import torch\ndef f(w: torch.Tensor):\n    return torch.ones(3) * w\n"
+    assert tdv502(typed) == [3]
+
+
+def test_data_loading_and_module_level_code_are_left_alone():
+    source = """
+    import torch
+    class Data:
+        def __getitem__(self, i):
+            x = torch.tensor([i]).float()
+            return x + torch.zeros(1), x.shape
+    def collate_fn(batch):
+        return torch.stack(batch) + torch.zeros(len(batch)), batch[0].shape
+    x = torch.randn(3)
+    y = x + torch.zeros(3)
+    """
+    assert tdv502(source) == []
+
+
+def test_methods_skip_self_and_follow_closures():
+    source = """
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, x):
+            mask = torch.ones(x.shape[-1])
+            def apply(y):
+                return y.float() * mask
+            return apply(x) + self.bias * torch.tensor(2.0)
+    """
+    assert tdv502(source) == [5]
+
+
+def test_message_names_the_input_and_the_fix():
+    result = check_source("import torch\ndef f(preds):\n    return preds.float() + torch.ones(3)\n",
+                          rules=[FactoryWithoutDevice], strict=True)
+    (violation,) = result.violations
+    assert violation.col == 27  # at the factory call, where device= goes
+    assert "device=preds.device" in violation.message and "torch.ones()" in violation.message
+
+
+# -- shared text helpers ----------------------------------------------------
+def test_closing_paren_skips_strings_and_comments():
+    text = 'torch.tensor(f(")"), [1, 2],  # )\n  "(") + 1'
+    end = closing_paren(text, text.index("("))
+    assert text[end + 1:] == " + 1"
+    assert closing_paren("torch.zeros(3", 11) is None
+
+
+@pytest.mark.parametrize(
+    "text, placed",
+    [
+        ("torch.zeros(3)", False),
+        ("torch.zeros(3, device=d)", True),
+        ("torch.zeros(3, **opts)", True),
+        ("torch.zeros(3).to(x)", True),
+        ("torch.zeros(3) .cuda()", True),
+        ("torch.zeros(3).float()", False),
+        ('torch.tensor("device")', True),  # any mention counts, on both sides alike
+    ],
+)
+def test_call_is_placed(text, placed):
+    assert call_is_placed(text, text.index("(")) is placed
+
+
+def test_factory_spellings():
+    source = "import torch as th\nfrom torch import (tensor,\n zeros as z)\nf = th.ones\n"
+    spelling = FactorySpelling(source)
+    assert {"th", "torch"} <= spelling.modules
+    assert {"tensor", "z", "f"} <= spelling.bare
+    calls = [m.group(1) for m in spelling.calls("th.zeros(1) + np.zeros(2) + z(3) + tensor(4) + x.zeros(5)")]
+    assert calls == ["zeros", "z", "tensor"]
+
+
+# -- the triggers never drop what the rules report ----------------------------
+def _with_everything_parsed(rule):
+    class Full(rule):
+        @classmethod
+        def trigger_offsets(cls, source):
+            return [i for i, ch in enumerate(source) if ch == "\n"] + [0]
+
+    Full.__name__ = rule.__name__
+    return Full
+
+
+def _samples():
+    fixtures = sorted((ROOT / "fixtures").glob("TDV50*/*.py"))
+    torch_dir = Path(__import__("torch").__file__).parent
+    real = [torch_dir / p for p in ("_export/db/examples/static_if.py", "testing/_internal/common_subclass.py",
+                                    "ao/quantization/fx/_model_report/model_report_observer.py")]
+    return fixtures + [p for p in real if p.exists()]
+
+
+@pytest.mark.parametrize("rule", [TensorStateNotRegistered, FactoryWithoutDevice], ids=lambda r: r.CODE)
+def test_trigger_and_scope_lose_nothing(rule):
+    full = _with_everything_parsed(rule)
+    reported = 0
+    for path in _samples():
+        source = path.read_text(encoding="utf-8")
+        fast = check_source(source, rules=[rule], strict=True).violations
+        slow = check_source(source, rules=[full], strict=True).violations
+        assert [(v.line, v.col) for v in fast] == [(v.line, v.col) for v in slow], path
+        reported += len(fast)
+    assert reported >= 5
+
+
+def test_option_values_are_skipped_by_trigger_and_rule_alike():
+    source = textwrap.dedent(
+        """
+        import torch
+        def update(self, preds):
+            self.add_state("total", default=torch.zeros(3), dist_reduce_fx="sum")
+            out = combine(preds.float(), weight=torch.ones(3))
+            out = torch.where(preds > 0, preds.float(), other=torch.ones(preds.shape))
+            return out, helper(scale=torch.ones(3) * preds.float())
+        """
+    )
+    fast = check_source(source, rules=[FactoryWithoutDevice], strict=True).violations
+    slow = check_source(source, rules=[_with_everything_parsed(FactoryWithoutDevice)], strict=True).violations
+    assert [v.line for v in fast] == [v.line for v in slow] == [6, 7]
+    offsets = FactoryWithoutDevice.trigger_offsets(source)
+    assert [source.count("\n", 0, o) + 1 for o in offsets] == [6, 7]  # 4, 5: whole option values
+
+
+def test_calls_in_strings_and_comments_are_not_triggers():
+    source = textwrap.dedent(
+        '''
+        import torch
+        def f(x):
+            """Example:
+
+            >>> f(torch.ones(3))  # a docstring is no code
+            """
+            note = "torch.zeros(3) + x"  # torch.zeros(3) + x
+            return x.float() + torch.zeros(3)
+        '''
+    )
+    offsets = FactoryWithoutDevice.trigger_offsets(source)
+    assert [source.count("\n", 0, o) + 1 for o in offsets] == [9]
+    assert tdv502(source) == [9]
