@@ -40,9 +40,16 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 class BatchedWalker:
     """Dispatches ``visit_<Type>``/``leave_<Type>`` of many visitors in one walk."""
 
-    def __init__(self, visitors: Sequence[object], pre_visit: Hook | None = None) -> None:
+    def __init__(
+        self,
+        visitors: Sequence[object],
+        pre_visit: Hook | None = None,
+        pre_visit_types: tuple[type, ...] | None = None,
+    ) -> None:
+        """``pre_visit`` runs before the visitors on nodes of ``pre_visit_types`` (all if None)."""
         self._visitors = visitors
         self._pre_visit = pre_visit
+        self._pre_visit_types = pre_visit_types
         self._plan: dict[type, tuple[tuple[str, ...], list, list]] = {}
 
     def _plan_for(self, node_type: type):
@@ -50,39 +57,59 @@ class BatchedWalker:
         if plan is None:
             name = node_type.__name__
             visits = [getattr(v, "visit_" + name) for v in self._visitors if hasattr(v, "visit_" + name)]
+            types = self._pre_visit_types
+            if self._pre_visit is not None and (types is None or issubclass(node_type, types)):
+                visits.insert(0, self._pre_visit)
             leaves = [getattr(v, "leave_" + name) for v in self._visitors if hasattr(v, "leave_" + name)]
             plan = (_child_fields(node_type), visits, leaves)
             self._plan[node_type] = plan
         return plan
 
+    def walk_module(self, module: cst.Module, on_statement: Callable[[int], object]) -> None:
+        """``walk(module)``, calling ``on_statement(i)`` before ``module.body[i]``
+        (the engine then knows which top-level statement a report is in)."""
+        plan = self._plan.get(cst.Module) or self._plan_for(cst.Module)
+        for visit in plan[1]:
+            visit(module)
+        for index, statement in enumerate(module.body):
+            on_statement(index)
+            self.walk(statement)
+        for leave in plan[2]:
+            leave(module)
+
     def walk(self, root: cst.CSTNode) -> None:
-        pre_visit = self._pre_visit
         # Stack items: (node, entered). A node is visited when first popped,
         # re-pushed as entered, and left after all its children.
         stack: list = [(root, False)]
         pop, push = stack.pop, stack.append
+        plans = self._plan
         while stack:
             node, entered = pop()
-            fields, visits, leaves = self._plan_for(type(node))
+            plan = plans.get(type(node)) or self._plan_for(type(node))
             if entered:
-                for leave in leaves:
+                for leave in plan[2]:
                     leave(node)
                 continue
-            if pre_visit is not None:
-                pre_visit(node)
-            for visit in visits:
+            for visit in plan[1]:
                 visit(node)
             push((node, True))
-            for child in reversed(list(_children(node, fields))):
-                push((child, False))
+            children = _children(node, plan[0])
+            for index in range(len(children) - 1, -1, -1):
+                push((children[index], False))
 
 
-def _children(node: cst.CSTNode, fields: Iterable[str]):
+def _children(node: cst.CSTNode, fields: Iterable[str]) -> list:
+    children = []
+    add = children.append
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
+        if isinstance(value, CSTNode):
+            add(value)
         elif isinstance(value, (tuple, list)):
             for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+                if isinstance(item, CSTNode):
+                    add(item)
+    return children
+
+
+CSTNode = cst.CSTNode
