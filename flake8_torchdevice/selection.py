@@ -3,9 +3,8 @@
 LibCST parsing costs ~14x ``ast.parse`` and most of a real file cannot match
 any rule. Each rule names trigger offsets (cheap regex hits); we map them to
 the enclosing top-level statement -- or, for a class, the enclosing method --
-with the ``ast`` tree we already have, and blank every other line. Blanking
-(rather than cutting) keeps every line and column where it was, so reports
-need no remapping.
+with the ``ast`` tree we already have, and parse only those lines
+(``compact``), keeping their columns and a map back to their line numbers.
 """
 
 from __future__ import annotations
@@ -22,6 +21,13 @@ TOPLEVEL = "toplevel"  # the whole enclosing top-level statement (e.g. a class)
 # is dropped: for rules that only report inside functions, it saves parsing
 # all module-level code (e.g. torch's op tables full of factory calls).
 FUNCTION = "function"
+# As MEMBER, but a hit in module-level code keeps only its own statement: for
+# rules that judge one expression and need no module-level data flow.
+STATEMENT = "statement"
+# Module-level statements longer than this are parsed only for a hit inside
+# them: flow-sensitive rules want the assignments around a module-level hit,
+# not giant literal tables (torch's 11,290-line ``op_db`` list took 290 MiB).
+LARGE_STATEMENT_LINES = 200
 
 
 def _start(stmt: ast.stmt) -> int:
@@ -34,7 +40,7 @@ class _Span:
     start: int
     end: int  # inclusive
     module_level: bool  # plain module code (not a def or class)
-    members: list  # for a class: (start, end) of each body statement
+    members: list  # for a class: see _members
     header_end: int  # for a class: last line before its first body statement
     defs: list  # for module-level code: (start, end) of defs/classes nested in if/try/with
 
@@ -48,7 +54,7 @@ class StatementIndex:
             members: list = []
             header_end = stmt.lineno
             if isinstance(stmt, ast.ClassDef) and stmt.body:
-                members = [(_start(m), m.end_lineno or m.lineno) for m in stmt.body]
+                members = _members(stmt)
                 header_end = max(stmt.lineno, members[0][0] - 1)
             self.spans.append(
                 _Span(
@@ -80,18 +86,17 @@ class StatementIndex:
             if span.module_level:
                 if scope == FUNCTION and _member_at(span.defs, line) is None:
                     continue
-                want_module_code = True
-            elif scope in (MEMBER, FUNCTION) and span.members:
-                member = _member_at(span.members, line)
-                if member is not None:
-                    keep.update(range(span.start, span.header_end + 1))
-                    keep.update(range(member[0], member[1] + 1))
-                    continue
+                want_module_code = want_module_code or scope != STATEMENT
+                keep.update(range(span.start, span.end + 1))
+                continue
+            if scope != TOPLEVEL and span.members and _keep_member(keep, span.members, line):
+                keep.update(range(span.start, span.header_end + 1))
+                continue
             keep.update(range(span.start, span.end + 1))
         if want_module_code:
             # Module-level code is one scope: flow-sensitive rules need all of it.
             for span in self.spans:
-                if span.module_level:
+                if span.module_level and span.end - span.start < LARGE_STATEMENT_LINES:
                     keep.update(range(span.start, span.end + 1))
         return keep
 
@@ -104,6 +109,30 @@ def _nested_defs(stmt: ast.stmt) -> Iterable[tuple[int, int]]:
                 yield (_start(child), child.end_lineno or child.lineno)
             elif isinstance(child, (ast.stmt, ast.excepthandler)):
                 yield from _nested_defs(child)
+
+
+def _members(cls: ast.ClassDef) -> list:
+    """(start, end, header_end, members) of each body statement; nested
+    classes carry their own members, so a hit in a method of a class nested
+    in a class (torch's 10k-line test classes) keeps that method only."""
+    out = []
+    for member in cls.body:
+        nested = _members(member) if isinstance(member, ast.ClassDef) and member.body else []
+        header_end = max(member.lineno, nested[0][0] - 1) if nested else 0
+        out.append((_start(member), member.end_lineno or member.lineno, header_end, nested))
+    return out
+
+
+def _keep_member(keep: set, members: Sequence[tuple], line: int) -> bool:
+    """Add the innermost member holding ``line`` (and nested class headers)."""
+    for start, end, header_end, nested in members:
+        if start <= line <= end:
+            if nested and _keep_member(keep, nested, line):
+                keep.update(range(start, header_end + 1))
+            else:
+                keep.update(range(start, end + 1))
+            return True
+    return False
 
 
 def _member_at(members: Sequence[tuple[int, int]], line: int):
@@ -124,11 +153,3 @@ def compact(lines: Sequence[str], keep: set[int]) -> tuple[str, list[int]]:
     """
     numbers = sorted(keep)
     return "\n".join([lines[number - 1] for number in numbers]), numbers
-
-
-def blank_except(lines: Sequence[str], keep: set[int]) -> str:
-    """Join ``lines`` (split on ``\\n``) back, emptying every line not in ``keep``."""
-    return "\n".join(
-        text if number in keep else ("\r" if text.endswith("\r") else "")
-        for number, text in enumerate(lines, start=1)
-    )

@@ -10,7 +10,7 @@ import pytest
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.names import resolver_from_ast, update_from_cst
 from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
-from flake8_torchdevice.selection import MEMBER, TOPLEVEL, StatementIndex, blank_except
+from flake8_torchdevice.selection import LARGE_STATEMENT_LINES, MEMBER, STATEMENT, TOPLEVEL, StatementIndex, compact
 
 
 def _qualify(source: str, expr: str):
@@ -77,18 +77,19 @@ def test_member_scope_keeps_only_the_method_and_its_class_header():
     index = StatementIndex(ast.parse(SOURCE))
     hit = SOURCE.splitlines().index("        return torch.load(path)") + 1
     keep = index.lines_to_keep([(hit, MEMBER)])
-    kept_text = blank_except(SOURCE.split("\n"), keep)
+    kept_text, numbers = compact(SOURCE.split("\n"), keep)
     assert "class Model(torch.nn.Module):" in kept_text
     assert "@staticmethod" in kept_text and "return torch.load(path)" in kept_text
     assert "def forward" not in kept_text and "def helper" not in kept_text and "CONSTANT" not in kept_text
-    assert len(kept_text.split("\n")) == len(SOURCE.split("\n"))  # positions preserved
+    # Each kept line maps back to its original number, columns unchanged.
+    assert [SOURCE.split("\n")[n - 1] for n in numbers] == kept_text.split("\n")
     cst.parse_module(kept_text)  # still valid Python
 
 
 def test_toplevel_scope_keeps_the_whole_class():
     index = StatementIndex(ast.parse(SOURCE))
     hit = SOURCE.splitlines().index("        return torch.load(path)") + 1
-    kept_text = blank_except(SOURCE.split("\n"), index.lines_to_keep([(hit, TOPLEVEL)]))
+    kept_text, _ = compact(SOURCE.split("\n"), index.lines_to_keep([(hit, TOPLEVEL)]))
     assert "def forward" in kept_text and "def helper" not in kept_text
 
 
@@ -96,6 +97,17 @@ def test_module_level_hit_keeps_all_module_level_code():
     source = "import torch\nmodel = 1\ndef f():\n    pass\nstate = torch.load('x')\n"
     keep = StatementIndex(ast.parse(source)).lines_to_keep([(5, MEMBER)])
     assert keep == {1, 2, 5}
+
+
+def test_module_level_hit_skips_huge_statements_without_a_hit():
+    table = "TABLE = [\n" + "    1,\n" * LARGE_STATEMENT_LINES + "]\n"
+    source = "import torch\n" + table + "model = torch.load('x')\n"
+    hit = source.count("\n")  # the last line
+    keep = StatementIndex(ast.parse(source)).lines_to_keep([(hit, MEMBER)])
+    assert keep == {1, hit}
+    # ...but a hit inside the huge statement keeps it.
+    keep = StatementIndex(ast.parse(source)).lines_to_keep([(3, MEMBER)])
+    assert set(range(2, hit)) <= keep
 
 
 def test_reports_land_on_original_positions_after_pruning():
@@ -130,3 +142,36 @@ def test_internal_errors_do_not_escape_unless_strict(monkeypatch):
     assert result.violations == [] and "rule bug" in result.error
     with pytest.raises(RuntimeError):
         check_source(source, strict=True)
+
+
+NESTED = """\
+import torch
+
+
+class Outer:
+    class Inner(torch.nn.Module):
+        def first(self):
+            return torch.load("a")
+
+        def second(self):
+            return 2
+
+    def outer_method(self):
+        return 3
+"""
+
+
+def test_member_scope_descends_into_nested_classes():
+    hit = NESTED.splitlines().index('            return torch.load("a")') + 1
+    keep = StatementIndex(ast.parse(NESTED)).lines_to_keep([(hit, MEMBER)])
+    text, _ = compact(NESTED.split("\n"), keep)
+    assert "class Outer:" in text and "class Inner(torch.nn.Module):" in text and "def first" in text
+    assert "def second" not in text and "def outer_method" not in text
+    cst.parse_module(text)
+    assert [v.line for v in check_source(NESTED, strict=True).violations] == [hit]
+
+
+def test_statement_scope_keeps_only_the_module_level_statement():
+    source = "import torch\nA = 1\nx = 'cuda:1'\nB = 2\n"
+    assert StatementIndex(ast.parse(source)).lines_to_keep([(3, STATEMENT)]) == {3}
+    assert StatementIndex(ast.parse(source)).lines_to_keep([(3, MEMBER)]) == {1, 2, 3, 4}

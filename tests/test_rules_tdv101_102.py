@@ -282,3 +282,12 @@ def test_a_move_that_is_used_is_not_reported():
 
 def test_tdv102_message_names_the_fix():
     assert "x = x.to(device)" in DiscardedTensorMove.MESSAGE
+
+
+def test_tdv102_trigger_skips_lambda_bodies_but_not_clauses():
+    from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
+
+    lam = "ops = [dict(op=lambda x, *args: x.to(*args))]\n"
+    clause = "import torch\nx = torch.ones(2)\nif flag: x.to('meta')\nif f(lambda: 0): x.to('meta')\n"
+    assert list(DiscardedTensorMove.trigger_offsets(lam)) == []
+    assert len(list(DiscardedTensorMove.trigger_offsets(clause))) == 2

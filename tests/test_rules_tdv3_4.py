@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from fixture_cases import FIXTURES
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import RULES_BY_CODE
-from flake8_torchdevice.rules.ordinals import _in_comment, _trigger_offsets
+from flake8_torchdevice.rules.ordinals import _trigger_offsets
+from flake8_torchdevice.rules.triggers import in_comment as _in_comment
 from flake8_torchdevice.rules.wrap_order import WRAPPERS
 
 CODES = ("TDV301", "TDV401", "TDV402")

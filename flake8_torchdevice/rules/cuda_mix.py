@@ -9,6 +9,7 @@ import libcst as cst
 
 from .base import Rule
 from .guards import CudaGuards
+from .triggers import in_comment
 
 _CUDA_CALL = re.compile(r"\.cuda\s*\(")
 _TO_CALL = re.compile(r"\.to\s*\(")
@@ -37,7 +38,9 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
 
     @classmethod
     def trigger_offsets(cls, source: str) -> Iterable[int]:
-        cuda = [m.start() for m in _CUDA_CALL.finditer(source)]
+        # A commented-out ``x.cuda()`` (doc examples) must not drag a huge
+        # statement into the parse.
+        cuda = [m.start() for m in _CUDA_CALL.finditer(source) if not in_comment(source, m.start())]
         if not cuda:
             return ()
         aliased = bool(_DEVICE_ALIAS.search(source))

@@ -23,6 +23,9 @@ _MOVE_CALL = re.compile(r"\.(?:to|cuda|cpu)\s*\(")
 # What may precede ``name.to(`` on its line in an expression statement:
 # nothing, or a ``;``/``:`` ending the previous statement or clause header.
 _STATEMENT_HEAD = re.compile(r"(?:^|[;:])[ \t]*[A-Za-z_]\w*[ \t]*$", re.M)
+# ...but not the colon of a lambda: ``op=lambda x, *a: x.to(*a)`` (torch's op
+# tables) is an expression, and would drag an 11k-line statement into the parse.
+_LAMBDA_HEAD = re.compile(r"\blambda\b[^:]*:[ \t]*[A-Za-z_]\w*[ \t]*$")
 
 # torch functions that always return a tensor.
 _FACTORIES = frozenset(
@@ -70,7 +73,9 @@ class DiscardedTensorMove(Rule):
         for match in _MOVE_CALL.finditer(source):
             start = match.start()
             line_start = source.rfind("\n", 0, start) + 1
-            if _STATEMENT_HEAD.search(source, line_start, start):
+            if _STATEMENT_HEAD.search(source, line_start, start) and not _LAMBDA_HEAD.search(
+                source, line_start, start
+            ):
                 offsets.append(start)
         return offsets
 

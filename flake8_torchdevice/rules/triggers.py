@@ -116,3 +116,33 @@ def call_offsets(source: str, names: tuple[str, ...]) -> Iterable[int]:
         offsets.extend(match.start() for match in _call_finder(name).finditer(source))
     offsets.sort()
     return offsets
+
+
+def in_comment(source: str, offset: int) -> bool:
+    """True only if ``offset`` is surely inside a ``#`` comment.
+
+    Unsure means False (the trigger may over-match, never under-match): a
+    line with a triple quote may close a multi-line string before the hit, a
+    line after a backslash may start inside a string.
+    """
+    start = source.rfind("\n", 0, offset) + 1
+    if source.endswith("\\", 0, max(start - 1, 0)) or source.endswith("\\\r", 0, max(start - 1, 0)):
+        return False
+    end = source.find("\n", offset)
+    line = source[start:(len(source) if end < 0 else end)]
+    if '"""' in line or "'''" in line:
+        return False
+    quote, escaped = None, False
+    for char in source[start:offset]:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return True
+    return False
