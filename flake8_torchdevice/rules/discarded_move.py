@@ -21,11 +21,12 @@ from .base import Rule
 _MOVES = ("to", "cuda", "cpu")
 _MOVE_CALL = re.compile(r"\.(?:to|cuda|cpu)\s*\(")
 # What may precede ``name.to(`` on its line in an expression statement:
-# nothing, or a ``;``/``:`` ending the previous statement or clause header.
-_STATEMENT_HEAD = re.compile(r"(?:^|[;:])[ \t]*[A-Za-z_]\w*[ \t]*$", re.M)
+# nothing, or a ``;``/``:`` ending the previous statement or clause header,
+# then optional parentheses: ``(x.to(d))`` is a statement too.
+_STATEMENT_HEAD = re.compile(r"(?:^|[;:])[ \t(]*[A-Za-z_]\w*[ \t]*$", re.M)
 # ...but not the colon of a lambda: ``op=lambda x, *a: x.to(*a)`` (torch's op
 # tables) is an expression, and would drag an 11k-line statement into the parse.
-_LAMBDA_HEAD = re.compile(r"\blambda\b[^:]*:[ \t]*[A-Za-z_]\w*[ \t]*$")
+_LAMBDA_HEAD = re.compile(r"\blambda\b[^:]*:[ \t(]*[A-Za-z_]\w*[ \t]*$")
 
 # torch functions that always return a tensor.
 _FACTORIES = frozenset(
