@@ -131,10 +131,6 @@ class _Reformat(cst.CSTTransformer):
     def __init__(self, rng: random.Random, indent, parens: float, comments: float) -> None:
         super().__init__()
         self.rng, self.indent, self.parens, self.comments = rng, indent, parens, comments
-        self._bare: set = set()  # ids of nodes never parenthesised (see KNOWN GAPS below)
-
-    def visit_ClassDef(self, node):
-        self._bare.update(id(arg) for arg in node.bases)
 
     def _chance(self, p: float) -> bool:
         return p > 0 and self.rng.random() < p
@@ -146,12 +142,12 @@ class _Reformat(cst.CSTTransformer):
         return updated.with_changes(indent=self.indent) if self.indent is not None else updated
 
     def leave_Call(self, original, updated):
-        if id(original) not in self._bare and self._chance(self.parens):
+        if self._chance(self.parens):
             return updated.with_changes(lpar=[cst.LeftParen(), *updated.lpar], rpar=[*updated.rpar, cst.RightParen()])
         return updated
 
     def leave_Arg(self, original, updated):
-        if not updated.star and id(original) not in self._bare and self._chance(self.parens):
+        if not updated.star and self._chance(self.parens):
             value = updated.value
             return updated.with_changes(
                 value=value.with_changes(lpar=[cst.LeftParen(), *value.lpar], rpar=[*value.rpar, cst.RightParen()])
@@ -220,9 +216,7 @@ def test_renaming_keeps_programs_valid():
     assert "def f(" not in renamed and "return [" in renamed and "match = 1" in renamed  # soft keywords stay
 
 
-# -- KNOWN GAPS: parentheses the rules do not see through yet --------------------
-# Found by the formatting property above; excluded from it (the reformatter
-# leaves these two spots bare) and pinned here so a fix flips them to XPASS.
+# -- Parentheses the formatting property once found the rules blind to ---------
 
 
 def test_parenthesised_discarded_move_is_reported():
@@ -230,8 +224,7 @@ def test_parenthesised_discarded_move_is_reported():
     assert [(v.code, v.line) for v in check_source(source, strict=True).violations] == [("TDV102", 6)]
 
 
-@pytest.mark.xfail(strict=True, reason="TDV501 reads local base classes with a regex that stops at '('")
-def test_known_gap_parenthesised_local_base_class():
+def test_parenthesised_local_base_class_is_seen():
     source = (
         "import torch\nfrom torch.nn import Module as Base\n\n\nclass A((Base)):\n    pass\n\n\n"
         "class B(A):\n    def __init__(self):\n        super().__init__()\n        self.t = torch.zeros(2)\n"

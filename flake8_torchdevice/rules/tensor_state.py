@@ -161,7 +161,7 @@ class TensorStateNotRegistered(Rule):
         if self._local_bases is None:
             self._local_bases = {}
             for cls_name, bases in _CLASS.findall(self.context.source):
-                self._local_bases.setdefault(cls_name, []).extend(b.strip() for b in bases.split(","))
+                self._local_bases.setdefault(cls_name, []).extend(b.strip(" \t\r\n()") for b in bases.split(","))
         if name in seen or name not in self._local_bases:
             return None
         seen.add(name)
