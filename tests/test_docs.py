@@ -11,7 +11,14 @@ from flake8_torchdevice.rules import ALL_RULES, RULES_BY_CODE
 from fixture_cases import ROOT
 
 DOCS = ROOT / "docs" / "rules"
-SECTIONS = ["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety", "## The error torch raises"]
+SECTIONS = [
+    "## What it does",
+    "## Why is this bad?",
+    "## Example",
+    "## Use instead",
+    "## Fix safety",
+    "## The error torch raises",
+]
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.CODE)

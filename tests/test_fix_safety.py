@@ -190,7 +190,7 @@ def _tree(tmp_path):
     """The fixtures plus the torch files with fixable findings: enough files for the process pool."""
     root = tmp_path / "tree"
     shutil.copytree(all_cases()[0].path.parent.parent, root / "fixtures")
-    for index, (path, source, _) in enumerate(torch_corpus().fixable):
+    for index, (_path, source, _) in enumerate(torch_corpus().fixable):
         (root / f"t{index:02d}.py").write_text(source, encoding="utf-8")
     return root
 

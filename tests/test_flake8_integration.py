@@ -21,7 +21,7 @@ def test_on_by_default_and_column_points_at_the_call(tmp_path, flake8):
     assert result.returncode == 1
     assert f"{path}:3:9: TDV201 torch.load() without map_location" in result.stdout
     # flake8 prints col + 1: column 9 is the "t" of torch.load.
-    assert BAD.splitlines()[2][9 - 1 :].startswith("torch.load(")
+    assert BAD.splitlines()[2][8:].startswith("torch.load(")
 
 
 def test_select_e_drops_tdv_and_extend_select_restores_it(tmp_path, flake8):
@@ -43,7 +43,10 @@ def test_noqa_with_the_code_silences_only_that_code(tmp_path, flake8):
 
 
 def test_multiline_call_is_reported_on_its_first_line(tmp_path, flake8):
-    text = "import torch\nstate = torch.load(  # noqa: TDV201\n    'a',\n    weights_only=True,\n)\nx = torch.load(\n    'b',\n)\n"
+    text = (
+        "import torch\nstate = torch.load(  # noqa: TDV201\n    'a',\n    weights_only=True,\n)\n"
+        "x = torch.load(\n    'b',\n)\n"
+    )
     result = flake8("--isolated", "--select=TDV", str(_write(tmp_path, text)))
     assert re.findall(r":(\d+):(\d+): TDV201", result.stdout) == [("6", "5")]
 

@@ -85,7 +85,7 @@ def rename_identifiers(source: str, rng: random.Random) -> str:
     keywords (and soft keywords, which tokenize reports as NAME) alone."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except (tokenize.TokenError, SyntaxError):
         return source
     mapping: dict = {}
     lines = source.splitlines(keepends=True)

@@ -214,7 +214,7 @@ def test_in_comment_is_true_only_inside_a_real_comment(parts):
     source = "".join(parts) + "\n"
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+    except (tokenize.TokenError, SyntaxError):
         return  # not Python: nothing to compare with
     line_starts = [0] + [m.end() for m in re.finditer("\n", source)]
     comments = [
