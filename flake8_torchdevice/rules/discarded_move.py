@@ -176,7 +176,7 @@ class DiscardedTensorMove(Rule):
             return not value.lpar and value.value in self._scopes[-1]
         if isinstance(value, cst.Call):
             func = value.func
-            qualified = self.names.qualify(func) if _is_dotted(func) else None
+            qualified = self.names.qualify(func)
             if qualified is not None:
                 head, _, last = qualified.rpartition(".")
                 return (head == "torch" and last in _FACTORIES) or head == "torch.nn.functional"
@@ -192,18 +192,11 @@ class DiscardedTensorMove(Rule):
     def _is_tensor_tuple(self, value: cst.BaseExpression) -> bool:
         if not isinstance(value, cst.Call):
             return False
-        qualified = self.names.qualify(value.func) if _is_dotted(value.func) else None
+        qualified = self.names.qualify(value.func)
         if qualified is not None:
             return qualified.rpartition(".")[::2] in {("torch", s) for s in _SPLITTERS}
         func = value.func
         return isinstance(func, cst.Attribute) and func.attr.value in _SPLITTERS and self._is_tensor(func.value)
-
-
-def _is_dotted(expr: cst.BaseExpression) -> bool:
-    """``a.b.c`` with no call inside (LibCST names ``f().g`` as ``f.g``)."""
-    while isinstance(expr, cst.Attribute):
-        expr = expr.value
-    return isinstance(expr, cst.Name)
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:

@@ -395,7 +395,7 @@ class FactoryWithoutDevice(Rule):
                 self._found(other, target)
 
     def _call(self, call: cst.Call):
-        qualified = self.names.qualify(call.func) if _is_dotted(call.func) else None
+        qualified = self.names.qualify(call.func)
         if qualified is not None and (qualified in QUALIFIED_FACTORIES or _is_tensor_op(qualified)):
             return self._torch_call(call, qualified)
         if isinstance(call.func, cst.Attribute):
@@ -600,13 +600,6 @@ def _tensor_arg(arg: cst.Arg) -> bool:
 
 def _call_text(call: cst.Call) -> str:
     return _EMPTY.code_for_node(call.with_changes(lpar=(), rpar=()))
-
-
-def _is_dotted(expr: cst.BaseExpression) -> bool:
-    """``a.b.c`` only (the resolver would read ``f().b`` as ``f.b``)."""
-    while isinstance(expr, cst.Attribute):
-        expr = expr.value
-    return isinstance(expr, cst.Name)
 
 
 def _is(kind, tag: str) -> bool:
