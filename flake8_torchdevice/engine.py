@@ -2,38 +2,31 @@
 the standalone CLI so that no rule is implemented twice.
 
 Pipeline per file, cheapest first:
-1. each rule's ``TRIGGER`` regex over the raw text -- most files stop here;
-2. the stdlib ``ast`` tree (free under flake8) maps the hits to statements
+1. each rule's trigger (a text scan) over the raw text -- most files stop
+   here, and LibCST is never imported for them (see ``_lazy``);
+2. the stdlib ``ast`` tree (free under flake8) maps the hits to statements,
+   lets each rule drop hits it surely cannot report (``wants_statement``)
    and seeds the import/alias map;
-3. LibCST parses only those statements (the kept lines alone) -- once;
-4. one batched walk runs every triggered rule;
+3. LibCST parses only the statements kept (the kept lines alone) -- once;
+4. one batched walk runs every rule with hits left;
 5. positions are computed only if something was reported, and mapped back
-   to the file's line numbers.
+   to the file's line numbers (``positions``).
 """
 
 from __future__ import annotations
 
 import ast
-import bisect
 import gc
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
-try:  # internal, but stable since LibCST 0.3; see _compute_positions
-    from libcst.metadata.position_provider import PositionProvidingCodegenState
-except ImportError:  # pragma: no cover
-    PositionProvidingCodegenState = None
-
-from .names import NAME_BINDING_NODES, NameResolver, resolver_from_ast, update_from_cst
+from ._lazy import cst
+from .names import NameResolver, name_binding_nodes, resolver_from_ast, update_from_cst
 from .rules import ALL_RULES
 from .rules.base import Rule, Violation
-from .selection import StatementIndex, compact
-from .walk import BatchedWalker
+from .selection import StatementIndex, compact, statement_start
 
 LOG = logging.getLogger("flake8_torchdevice")
 
@@ -113,69 +106,60 @@ def _check(source: str, tree: Optional[ast.Module], rules: Sequence[type[Rule]])
     # Split on \n only: str.splitlines also splits on form feeds and
     # U+2028, which Python's own tokenizer does not treat as line breaks.
     lines = source.split("\n")
-    keep = StatementIndex(tree).lines_to_keep(_hits(source, triggered))
+    index = StatementIndex(tree)
+    hits = _wanted_hits(source, triggered, index)
+    keep = index.lines_to_keep((line, rule.SCOPE) for line, rule in hits)
     if not keep:
         return Result()
+    live = {rule for _, rule in hits}
     text, numbers = compact(lines, keep)
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
     context = FileContext(resolver_from_ast(tree), source)
-    instances = [rule(context) for rule in triggered]
+    instances = [rule(context) for rule in triggered if rule in live]
     names = context.names
+    from .walk import BatchedWalker  # loads LibCST's node classes: only now needed
+
     try:
         walker = BatchedWalker(
-            instances, pre_visit=lambda node: update_from_cst(names, node), pre_visit_types=NAME_BINDING_NODES
+            instances, pre_visit=lambda node: update_from_cst(names, node), pre_visit_types=name_binding_nodes()
         )
         walker.walk_module(module, context._enter_statement)
         if not context._reports:
             return Result()
-        starts = sorted({_statement_start(stmt) for stmt in tree.body} & keep)
-        return Result(violations=_positions(module, context._reports, numbers, starts))
+        from .positions import file_positions
+
+        starts = sorted({statement_start(stmt) for stmt in tree.body} & keep)
+        return Result(violations=file_positions(module, context._reports, numbers, starts))
     except RecursionError as exc:
         # LibCST's position pass (and any recursive helper) follows the tree's
         # depth: ~150 nested brackets exhaust the stack. An input limit, not a bug.
         return Result(error=_syntax_message(exc))
 
 
-def _hits(source: str, triggered: dict) -> Iterable[tuple[int, str]]:
-    """(line, scope) for every trigger offset, counting newlines once."""
-    pairs = sorted((offset, rule.SCOPE) for rule, offsets in triggered.items() for offset in offsets)
+def _wanted_hits(source: str, triggered: dict, index: StatementIndex) -> list[tuple[int, type[Rule]]]:
+    """(line, rule) for every trigger offset that the rule wants once it sees
+    the ``ast`` statements around it (``Rule.wants_statement``)."""
+    pairs = sorted(((offset, rule) for rule, offsets in triggered.items() for offset in offsets), key=_first)
+    chains: dict[int, list] = {}
+    hits = []
     line, previous = 1, 0
-    for offset, scope in pairs:
-        line += source.count("\n", previous, offset)
+    for offset, rule in pairs:
+        line += source.count("\n", previous, offset)  # newlines counted once
         previous = offset
-        yield line, scope
+        if rule.FILTERS_STATEMENTS:
+            if line not in chains:
+                chains[line] = index.chains_at(line)
+            if chains[line] and not any(rule.wants_statement(chain) for chain in chains[line]):
+                continue
+        hits.append((line, rule))
+    return hits
 
 
-def _positions(module: cst.Module, reports, numbers: list[int], starts: list[int]) -> list[Violation]:
-    """Violations at file positions: line ``i`` of ``module`` is line ``numbers[i - 1]``.
-
-    Code generation (how LibCST computes positions) costs more than the
-    parse, so only the top-level statements holding a report are generated,
-    each on its own; ``starts`` (from the ``ast`` tree: the first line of each
-    kept top-level statement) says where each one begins.
-    """
-    last = len(numbers)
-    found = {}
-    per_statement: dict = {}
-    whole = len(starts) != len(module.body)  # defensive: then generate the whole module
-    for rule, node, message, index in reports:
-        # Most reports are made while their statement is walked; one made
-        # later (e.g. in leave_Module) is looked up in the other statements.
-        for candidate in [-1] if whole else _statement_order(index, len(module.body)):
-            if candidate not in per_statement:
-                per_statement[candidate] = _statement_positions(module, candidate, numbers, starts)
-            offset, positions = per_statement[candidate]
-            if node in positions:
-                break
-        where = positions[node]
-        start, end = where.start.line + offset, where.end.line + offset
-        line, end_line = numbers[min(start, last) - 1], numbers[min(end, last) - 1]
-        key = (line, where.start.column, rule.CODE)
-        found.setdefault(key, Violation(rule.CODE, line, where.start.column, message, end_line, where.end.column))
-    return [found[key] for key in sorted(found)]
+def _first(pair: tuple):
+    return pair[0]
 
 
 def _as_python_reads_it(source: str) -> str:
@@ -188,44 +172,6 @@ def _as_python_reads_it(source: str) -> str:
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
     return source
-
-
-def _statement_order(index: Optional[int], count: int) -> list[int]:
-    rest = [i for i in range(count) if i != index]
-    return rest if index is None else [index] + rest
-
-
-def _statement_positions(module: cst.Module, index: int, numbers: list[int], starts: list[int]):
-    """(line offset, positions) for ``module.body[index]`` generated alone;
-    index -1: the whole module."""
-    if index < 0:
-        return 0, _compute_positions(module)
-    statement = module.body[index]
-    alone = module.with_changes(body=[statement], header=(), footer=())
-    # Line 1 of ``alone`` is the first of the statement's leading (blank or
-    # comment) lines, one line each, just above its first line.
-    first = bisect.bisect_left(numbers, starts[index]) + 1 - len(statement.leading_lines)
-    return first - 1, _compute_positions(alone)
-
-
-def _statement_start(stmt: ast.stmt) -> int:
-    decorators = getattr(stmt, "decorator_list", None)
-    return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
-
-
-def _compute_positions(module: cst.Module):
-    """PositionProvider's result without MetadataWrapper's extra visit of the
-    whole tree: that visit cost as much as the code generation itself
-    (measured). Falls back to the public API if LibCST's internals change."""
-    try:
-        provider = PositionProvider()
-        state = PositionProvidingCodegenState(
-            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
-        )
-        module._codegen(state)
-        return provider._computed
-    except (AttributeError, TypeError):  # pragma: no cover - other LibCST versions
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def _syntax_message(exc: BaseException) -> str:

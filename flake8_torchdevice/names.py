@@ -14,8 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from ._lazy import cst
 
 # Only names under these roots matter to any rule; everything else is dropped
 # so that the map stays tiny and lookups stay cheap.
@@ -153,8 +152,16 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
     return resolver
 
 
-# The only nodes ``update_from_cst`` acts on (the walker skips the call for others).
-NAME_BINDING_NODES = (cst.Import, cst.ImportFrom, cst.Assign)
+def name_binding_nodes() -> tuple[type, ...]:
+    """The only nodes ``update_from_cst`` acts on (the walker skips the call for
+    others); a function, so that importing this module does not load LibCST."""
+    return (cst.Import, cst.ImportFrom, cst.Assign)
+
+
+def full_name(node: cst.CSTNode) -> Optional[str]:
+    """LibCST's ``get_full_name_for_node``, which reads through calls and
+    subscripts (``f().g`` -> ``f.g``); see ``dotted_name`` for plain chains."""
+    return cst.helpers.get_full_name_for_node(node)
 
 
 def update_from_cst(resolver: NameResolver, node: cst.CSTNode) -> None:
@@ -162,14 +169,14 @@ def update_from_cst(resolver: NameResolver, node: cst.CSTNode) -> None:
     if isinstance(node, cst.Import):
         for alias in node.names:
             asname = _cst_asname(alias)
-            resolver.bind_import(get_full_name_for_node(alias.name) or "", asname)
+            resolver.bind_import(full_name(alias.name) or "", asname)
     elif isinstance(node, cst.ImportFrom):
         if isinstance(node.names, cst.ImportStar) or node.module is None:
             return
-        module = get_full_name_for_node(node.module) or ""
+        module = full_name(node.module) or ""
         level = len(node.relative)
         for alias in node.names:
-            name = get_full_name_for_node(alias.name) or ""
+            name = full_name(alias.name) or ""
             resolver.bind_from(module, name, _cst_asname(alias), level)
     elif isinstance(node, cst.Assign) and len(node.targets) == 1:
         target = node.targets[0].target

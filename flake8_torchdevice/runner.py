@@ -17,7 +17,6 @@ from typing import Optional, Sequence
 
 from . import files, notebooks
 from .engine import check_source
-from .fixes import can_fix, fix_source_counted
 from .noqa import filter_noqa
 from .rules import RULES_BY_CODE
 
@@ -98,6 +97,8 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
     source = files.decode(data, outcome.path)
     violations = _violations(source.text, options, outcome)
     if (options.fix or options.diff) and violations:
+        from .fixes import fix_source_counted  # loads LibCST: only for files with findings
+
         fixed_text, count = fix_source_counted(source.text, violations, options.unsafe_fixes)
         if count and options.diff:
             outcome.diff = _unified_diff(source.text, fixed_text, outcome.path)
@@ -130,6 +131,8 @@ def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
 
 
 def _finding(path: str, v, cell: Optional[int], line: int, options: Options) -> Finding:
+    from .fixes import can_fix  # loads LibCST, as the finding already did
+
     end_line = line + (v.end_line - v.line) if v.end_line else line
     fixable = cell is None and can_fix(v.code, options.unsafe_fixes)
     return Finding(path, v.code, line, v.col, end_line, v.end_col, v.message, cell, fixable)

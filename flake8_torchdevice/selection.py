@@ -30,7 +30,8 @@ STATEMENT = "statement"
 LARGE_STATEMENT_LINES = 200
 
 
-def _start(stmt: ast.stmt) -> int:
+def statement_start(stmt: ast.stmt) -> int:
+    """First line of ``stmt``, its decorators included."""
     decorators = getattr(stmt, "decorator_list", None)
     return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
 
@@ -49,6 +50,7 @@ class StatementIndex:
     """Line spans of top-level statements, and of the members of top-level classes."""
 
     def __init__(self, tree: ast.Module) -> None:
+        self._body = tree.body
         self.spans: list[_Span] = []
         for stmt in tree.body:
             members: list = []
@@ -58,7 +60,7 @@ class StatementIndex:
                 header_end = max(stmt.lineno, members[0][0] - 1)
             self.spans.append(
                 _Span(
-                    start=_start(stmt),
+                    start=statement_start(stmt),
                     end=stmt.end_lineno or stmt.lineno,
                     module_level=not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)),
                     members=members,
@@ -74,6 +76,16 @@ class StatementIndex:
         if i >= 0 and line <= self.spans[i].end:
             return self.spans[i]
         return None
+
+    def chains_at(self, line: int) -> list[list[ast.stmt]]:
+        """The statements enclosing ``line``, outermost first: one chain per
+        innermost statement (``a = 1; x.to(d)`` has two)."""
+        i = bisect.bisect_right(self._starts, line) - 1
+        if i < 0 or line > self.spans[i].end:
+            return []
+        chains: list[list[ast.stmt]] = []
+        _descend(self._body[i], line, [], chains)
+        return chains
 
     def lines_to_keep(self, hits: Iterable[tuple[int, str]]) -> set[int]:
         """``hits`` are (line, scope) pairs; returns the 1-based lines to parse."""
@@ -101,12 +113,34 @@ class StatementIndex:
         return keep
 
 
+def _descend(stmt: ast.stmt, line: int, outer: list, chains: list) -> None:
+    chain = outer + [stmt]
+    found = len(chains)
+    for body in _bodies(stmt):
+        for child in body:
+            if statement_start(child) <= line <= (child.end_lineno or child.lineno):
+                _descend(child, line, chain, chains)
+    if len(chains) == found:
+        chains.append(chain)
+
+
+def _bodies(stmt: ast.stmt) -> Iterable[list]:
+    """The statement lists nested in ``stmt`` (``match`` cases and ``except``
+    handlers included)."""
+    for name in ("body", "orelse", "finalbody"):
+        body = getattr(stmt, name, None)
+        if body:
+            yield body
+    for holder in getattr(stmt, "handlers", ()) or getattr(stmt, "cases", ()):
+        yield holder.body
+
+
 def _nested_defs(stmt: ast.stmt) -> Iterable[tuple[int, int]]:
     """Spans of defs/classes inside module-level ``if``/``try``/``with``/loops."""
     for field in ("body", "orelse", "finalbody", "handlers"):
         for child in getattr(stmt, field, ()):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                yield (_start(child), child.end_lineno or child.lineno)
+                yield (statement_start(child), child.end_lineno or child.lineno)
             elif isinstance(child, (ast.stmt, ast.excepthandler)):
                 yield from _nested_defs(child)
 
@@ -119,7 +153,7 @@ def _members(cls: ast.ClassDef) -> list:
     for member in cls.body:
         nested = _members(member) if isinstance(member, ast.ClassDef) and member.body else []
         header_end = max(member.lineno, nested[0][0] - 1) if nested else 0
-        out.append((_start(member), member.end_lineno or member.lineno, header_end, nested))
+        out.append((statement_start(member), member.end_lineno or member.lineno, header_end, nested))
     return out
 
 

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from fixture_cases import FIXTURES
+from rule_support import parse_everything
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules.cuda_mix import CudaMixedWithToDevice
 from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
@@ -21,23 +22,11 @@ def found(source: str, rules=RULES) -> list[tuple[int, str]]:
     return [(v.line, v.code) for v in result.violations]
 
 
-def _every_line(cls):
-    """A copy of ``cls`` whose trigger keeps every line: the engine then parses the
-    whole file, so any difference from ``cls`` is a trigger that under-matched."""
-
-    class Untriggered(cls):
-        @classmethod
-        def trigger_offsets(cls_, source):
-            return [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
-
-    return Untriggered
-
-
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("TDV*/*.py")), ids=lambda p: f"{p.parent.name}/{p.name}")
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.CODE)
 def test_trigger_never_hides_a_finding(rule, path):
     source = path.read_text(encoding="utf-8")
-    assert found(source, [rule]) == found(source, [_every_line(rule)])
+    assert found(source, [rule]) == found(source, [parse_everything(rule)])
 
 
 # -- TDV101 ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fixture_cases import FIXTURES
+from rule_support import parse_everything
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import RULES_BY_CODE
 from flake8_torchdevice.rules.ordinals import _trigger_offsets
@@ -35,16 +36,7 @@ def found(source: str, rules=RULES) -> list[tuple[int, str]]:
     return [(v.line, v.code) for v in result.violations]
 
 
-def _full_parse(rule):
-    """The same rule with a trigger on every line: the engine then parses everything."""
-
-    def every_line(cls, source):
-        return [0] + [i + 1 for i, char in enumerate(source) if char == "\n"]
-
-    return type(f"{rule.__name__}Everywhere", (rule,), {"trigger_offsets": classmethod(every_line)})
-
-
-FULL = [_full_parse(rule) for rule in RULES]
+FULL = [parse_everything(rule) for rule in RULES]
 
 
 def _positions(source: str, rules) -> list[tuple[int, int, str]]:

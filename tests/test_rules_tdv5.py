@@ -12,6 +12,7 @@ from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules.factories import FactorySpelling, call_is_placed, closing_paren
 from flake8_torchdevice.rules.factory_device import FactoryWithoutDevice
 from flake8_torchdevice.rules.tensor_state import TensorStateNotRegistered
+from rule_support import parse_everything
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -278,16 +279,6 @@ def test_factory_spellings():
 
 
 # -- the triggers never drop what the rules report ----------------------------
-def _with_everything_parsed(rule):
-    class Full(rule):
-        @classmethod
-        def trigger_offsets(cls, source):
-            return [i for i, ch in enumerate(source) if ch == "\n"] + [0]
-
-    Full.__name__ = rule.__name__
-    return Full
-
-
 def _samples():
     fixtures = sorted((ROOT / "fixtures").glob("TDV50*/*.py"))
     torch_dir = Path(__import__("torch").__file__).parent
@@ -298,7 +289,7 @@ def _samples():
 
 @pytest.mark.parametrize("rule", [TensorStateNotRegistered, FactoryWithoutDevice], ids=lambda r: r.CODE)
 def test_trigger_and_scope_lose_nothing(rule):
-    full = _with_everything_parsed(rule)
+    full = parse_everything(rule)
     reported = 0
     for path in _samples():
         source = path.read_text(encoding="utf-8")
@@ -321,7 +312,7 @@ def test_option_values_are_skipped_by_trigger_and_rule_alike():
         """
     )
     fast = check_source(source, rules=[FactoryWithoutDevice], strict=True).violations
-    slow = check_source(source, rules=[_with_everything_parsed(FactoryWithoutDevice)], strict=True).violations
+    slow = check_source(source, rules=[parse_everything(FactoryWithoutDevice)], strict=True).violations
     assert [v.line for v in fast] == [v.line for v in slow] == [6, 7]
     offsets = FactoryWithoutDevice.trigger_offsets(source)
     assert [source.count("\n", 0, o) + 1 for o in offsets] == [6, 7]  # 4, 5: whole option values

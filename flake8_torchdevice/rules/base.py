@@ -8,11 +8,13 @@ statements the engine parses at all; and LibCST ``visit_<Node>`` /
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterable, Optional, Pattern
+from functools import lru_cache
+from typing import TYPE_CHECKING, ClassVar, Iterable, Optional, Pattern, Sequence
 
-import libcst as cst
+from .._lazy import cst
 
 from ..selection import MEMBER
 
@@ -45,6 +47,7 @@ class Rule:
     # Regex over the raw source; a rule is skipped for a file without a hit.
     TRIGGER: ClassVar[Optional[Pattern[str]]] = None
     SCOPE: ClassVar[str] = MEMBER  # context the engine keeps around each hit
+    FILTERS_STATEMENTS: ClassVar[bool] = False  # set for subclasses that override wants_statement
 
     def __init__(self, context: "FileContext") -> None:
         self.context = context
@@ -62,9 +65,33 @@ class Rule:
             return ()
         return (m.start() for m in cls.TRIGGER.finditer(source))
 
+    @classmethod
+    def wants_statement(cls, chain: Sequence[ast.stmt]) -> bool:
+        """Second, finer step of the selection: may the rule report anything
+        for a trigger hit whose line lies in ``chain`` (the ``ast`` statements
+        around it, outermost first)? Return False only when surely not: the
+        rule is then not run there. Override where a statement's shape rules
+        a finding out cheaply (a function without inputs, a non-expression)."""
+        return True
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # The engine computes the chains only for rules that look at them.
+        cls.FILTERS_STATEMENTS = cls.wants_statement.__func__ is not Rule.wants_statement.__func__
+
     # -- reporting ----------------------------------------------------
     def report(self, node: cst.CSTNode, message: Optional[str] = None) -> None:
         self.context.report(self, node, message or self.MESSAGE)
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source code of ``node`` alone."""
+    return _empty_module().code_for_node(node)
+
+
+@lru_cache(maxsize=1)
+def _empty_module() -> cst.Module:
+    return cst.Module(body=[])  # built on first use: importing must not load LibCST
 
 
 def compile_trigger(pattern: str) -> Pattern[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-import libcst as cst
+from .._lazy import cst
 
 from .base import Rule
 from .guards import CudaGuards

@@ -10,11 +10,12 @@ unknown are left alone: precision beats recall.
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from .._lazy import cst
+from ..names import full_name
 
 from .base import Rule
 
@@ -79,6 +80,15 @@ class DiscardedTensorMove(Rule):
             ):
                 offsets.append(start)
         return offsets
+
+    @classmethod
+    def wants_statement(cls, chain: Sequence[ast.stmt]) -> bool:
+        """Only an expression statement ``name.to(...)`` is reported (a hit
+        in a call's arguments or a condition is not)."""
+        stmt = chain[-1]
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        func = call.func if isinstance(call, ast.Call) else None
+        return isinstance(func, ast.Attribute) and func.attr in _MOVES and isinstance(func.value, ast.Name)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -212,7 +222,7 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
 def _call_name(expr: cst.BaseExpression) -> Optional[str]:
     """Last part of a called name: ``enumerate``, ``items``, ``modules``."""
     if isinstance(expr, cst.Call):
-        name = get_full_name_for_node(expr.func)
+        name = full_name(expr.func)
         return name.rpartition(".")[2] if name else None
     return None
 

@@ -17,9 +17,9 @@ import re
 from functools import lru_cache
 from typing import Iterable, Optional
 
-import libcst as cst
+from .._lazy import cst
 
-from .triggers import word_matches
+from .triggers import per_source, word_matches
 
 # torch.<name>(...) creates a CPU tensor without device=.
 FACTORY_NAMES = frozenset(
@@ -48,6 +48,7 @@ _FACTORY_ALIAS = re.compile(rf"[ \t]*(\w+)\s*=\s*(?:\w+\.)?({_NAME_ALT})[ \t]*$"
 _OUT_KEYWORD = re.compile(r"\bout\s*=")
 _AFTER_CALL = re.compile(r"\s*\.\s*(\w+)\s*\(")
 _PAREN_TOKENS = re.compile(r"""[()#'"]""")
+_STRING_OR_COMMENT = re.compile(r"""[#'"]""")
 _STRING_START = re.compile(r"""('''|\"\"\"|'|")""")
 _DOTTED = re.compile(r"[\w.]")
 
@@ -99,6 +100,13 @@ class FactorySpelling:
                 if self.is_factory_text(source, match.start(1), name):
                     found.setdefault(match.start(1), match)
         return [found[start] for start in sorted(found)]
+
+
+@per_source  # TDV501 and TDV502 share it
+def spelled_factory_calls(source: str) -> tuple[FactorySpelling, list[re.Match]]:
+    """The file's factory spelling and every call it spells (see ``calls``)."""
+    spelling = FactorySpelling(source)
+    return spelling, spelling.calls(source)
 
 
 @lru_cache(maxsize=64)
@@ -163,18 +171,14 @@ def outside_strings(source: str, offsets: list[int]) -> list[int]:
         return offsets
     kept, i, k = [], 0, 0
     while k < len(offsets):
-        match = _PAREN_TOKENS.search(source, i) if i < len(source) else None
+        match = _STRING_OR_COMMENT.search(source, i) if i < len(source) else None
         start = match.start() if match is not None else len(source)
         while k < len(offsets) and offsets[k] < start:
             kept.append(offsets[k])
             k += 1
         if match is None:
             break
-        ch = match.group()
-        if ch in "()":
-            i = start + 1
-            continue
-        if ch == "#":
+        if match.group() == "#":
             end = source.find("\n", start)
             end = len(source) if end < 0 else end
         else:

@@ -12,28 +12,29 @@ statements in source order, one kind per local name.
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
-import libcst as cst
+from .._lazy import cst
 
 from ..selection import FUNCTION
-from .base import Rule
+from .base import Rule, code_of
+from .function_inputs import may_see_inputs
 from .factories import (
     DATA_FACTORIES,
     QUALIFIED_FACTORIES,
     MOVED_OR_CONVERTED,
-    FactorySpelling,
     call_is_placed,
     closing_paren,
     outside_strings,
+    spelled_factory_calls,
     factory_name,
     maybe_zero_dim,
 )
 
 # Kinds: ("T", root_param) for input-derived values, ("C", call, zero_dim) for
 # a fresh CPU factory tensor, None for anything else (scalars, unknown).
-_EMPTY = cst.Module([])
 
 # Reading these never gives a device-bound tensor.
 META_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -101,7 +102,7 @@ TENSOR_MEMBERS = frozenset(
     rsqrt amax amin median kthvalue quantile count_nonzero repeat_interleave index_fill
     masked_scatter take_along_dim copy_ broadcast_to movedim float long int bool byte""".split()
 )
-COMPARE_OPS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+COMPARE_OPS = frozenset("Equal NotEqual LessThan LessThanEqual GreaterThan GreaterThanEqual".split())  # node types
 # Data-loading code: its tensors never meet a parameter tensor.
 DATA_LOADING = frozenset({"__getitem__", "__iter__", "__next__", "__len__"})
 DATA_CLASS_SUFFIXES = ("Dataset", "Sampler", "DataPipe", "Processor", "Preprocessing", "Transform", "Collator")
@@ -122,14 +123,18 @@ class FactoryWithoutDevice(Rule):
     def trigger_offsets(cls, source: str) -> Iterable[int]:
         if "torch" not in source:
             return ()
-        spelling = FactorySpelling(source)
-        calls = {m.start(): m for m in spelling.calls(source)}
+        calls = {m.start(): m for m in spelled_factory_calls(source)[1]}
         return [
             start
             for start in outside_strings(source, sorted(calls))
             if not call_is_placed(source, calls[start].end() - 1)
             and not _option_value(source, start, calls[start].end() - 1)
         ]
+
+    @classmethod
+    def wants_statement(cls, chain: Sequence[ast.stmt]) -> bool:
+        # Every value the rule follows starts at a parameter.
+        return may_see_inputs(chain, TENSOR_HINTS, DATA_LOADING, DATA_CLASS_SUFFIXES)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -364,7 +369,7 @@ class FactoryWithoutDevice(Rule):
         result = left
         for target in expr.comparisons:
             right = self._kind(target.comparator)
-            if isinstance(target.operator, COMPARE_OPS):
+            if type(target.operator).__name__ in COMPARE_OPS:
                 result = self._combine(left, right)
             else:
                 result = None  # in / is: Python-level
@@ -501,7 +506,7 @@ class FactoryWithoutDevice(Rule):
             evident = [r for r in roots if r in group.evidence and r not in group.cpu_bound]
             if not evident:
                 continue  # maybe a number (rank, scale): precision first
-            func = _EMPTY.code_for_node(call.func)
+            func = code_of(call.func)
             if call_is_placed(_call_text(call), len(func)):
                 continue  # the trigger dropped it on the same test: stay consistent
             self.report(call, self.MESSAGE.format(factory=func, root=evident[0]))
@@ -599,7 +604,7 @@ def _tensor_arg(arg: cst.Arg) -> bool:
 
 
 def _call_text(call: cst.Call) -> str:
-    return _EMPTY.code_for_node(call.with_changes(lpar=(), rpar=()))
+    return code_of(call.with_changes(lpar=(), rpar=()))
 
 
 def _is(kind, tag: str) -> bool:
@@ -622,7 +627,7 @@ def _decorator_name(decorator: cst.Decorator) -> Optional[str]:
 def _annotation(param: cst.Param) -> Optional[str]:
     if param.annotation is None:
         return None
-    return _EMPTY.code_for_node(param.annotation.annotation)
+    return code_of(param.annotation.annotation)
 
 
 def _maybe_tensor(param: cst.Param, typed: Optional[str]) -> bool:

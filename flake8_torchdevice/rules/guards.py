@@ -19,10 +19,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from .._lazy import cst
 
-from ..names import NameResolver
+from ..names import NameResolver, full_name
 
 # Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
 _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
@@ -104,7 +103,7 @@ def ends_block(body: cst.BaseSuite) -> bool:
     if isinstance(final, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
         return True
     if isinstance(final, cst.Expr) and isinstance(final.value, cst.Call):
-        name = get_full_name_for_node(final.value.func) or ""
+        name = full_name(final.value.func) or ""
         return bool(_EXIT_CALL.search(name))
     return False
 
@@ -114,7 +113,7 @@ def is_cuda_skip_decorator(decorator: cst.Decorator) -> bool:
     ``@pytest.mark.skipif(...cuda...)``, ``@onlyCUDA``, ``@requires_gpu()``,
     ``@pytest.mark.cuda`` -- but not ``@pytest.mark.parametrize("d", ["cpu", "cuda"])``."""
     expr = decorator.decorator
-    dotted = get_full_name_for_node(expr.func if isinstance(expr, cst.Call) else expr) or ""
+    dotted = full_name(expr.func if isinstance(expr, cst.Call) else expr) or ""
     if ".mark." in dotted and _CUDA_WORD.search(dotted.rpartition(".")[2]):
         return True
     names, texts = [], []
@@ -141,7 +140,7 @@ def _expects_failure(item: cst.WithItem) -> bool:
     call = item.item
     if not isinstance(call, cst.Call):
         return False
-    name = (get_full_name_for_node(call.func) or "").rpartition(".")[2]
+    name = (full_name(call.func) or "").rpartition(".")[2]
     return name == "raises" or name.startswith("assertRaises")
 
 

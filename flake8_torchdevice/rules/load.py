@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-import libcst as cst
-from libcst.helpers import get_full_name_for_node
+from .._lazy import cst
+from ..names import full_name
 
 from .base import Rule
-from .triggers import call_offsets
+from .triggers import in_doctest, torch_call_offsets
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
+_TORCH_LOAD_MODULES = ("torch", "serialization")  # the modules whose ``.load`` counts
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -35,7 +36,8 @@ class TorchLoadWithoutMapLocation(Rule):
     def trigger_offsets(cls, source: str) -> Iterable[int]:
         if "torch" not in source:
             return ()
-        return call_offsets(source, ("load",))
+        offsets = torch_call_offsets(source, "load", _TORCH_LOAD_MODULES)
+        return [offset for offset in offsets if not in_doctest(source, offset)]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.append(set())
@@ -61,7 +63,7 @@ def _file_argument(call: cst.Call, position: int) -> Optional[str]:
             arg.keyword is not None and arg.keyword.value == "f"
         ):
             if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                return get_full_name_for_node(arg.value)
+                return full_name(arg.value)
             return None
     return None
 

@@ -18,11 +18,11 @@ import re
 from functools import lru_cache
 from typing import Iterable, Optional, Union
 
-import libcst as cst
+from .._lazy import cst
 
 from ..selection import STATEMENT
-from .base import Rule
-from .triggers import aliases, in_comment, per_source, word_matches
+from .base import Rule, code_of
+from .triggers import aliases, in_comment, in_doctest, per_source, word_matches
 
 # Between tokens a call may hold spaces, newlines, comments, continuation
 # backslashes and parentheses: the trigger must never miss a reported case.
@@ -30,6 +30,9 @@ from .triggers import aliases, in_comment, per_source, word_matches
 # alone backtracks exponentially over a line of many "#").
 _GAP = r"(?:[\s(\\]|#[^\n]*(?:\n|$))*"
 _CALLEES = ("cuda", "to", "device", "set_device")
+# Only these can be called through an alias (``from torch.cuda import
+# set_device as sd``): ``cuda``/``to`` count as methods (``x.cuda(1)``) only.
+_ALIASABLE = ("device", "set_device")
 # Each scan starts with one literal (a leading \b or alternation is ~10-50x
 # slower, see triggers.py). "cuda:1" (the rule checks the literal's raw text,
 # so no escapes) and torch.device("cuda", 1):
@@ -50,8 +53,6 @@ _GUARD_DECORATOR = re.compile(rf"^[ \t]*@[^\n]*?(?:{_GUARD_WORDS})", re.I | re.M
 _TORCH_DEVICE = "torch.device"
 _CUDA_DEVICE_SETTERS = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
 
-Literal = Union[cst.SimpleString, cst.FormattedString, cst.Integer]
-
 
 @lru_cache(maxsize=64)
 def _call_scan(callee: str) -> re.Pattern:
@@ -60,8 +61,10 @@ def _call_scan(callee: str) -> re.Pattern:
 
 @per_source  # TDV401 and TDV402 share it
 def _trigger_offsets(source: str) -> list[int]:
-    offsets = [m.start() for m in _CUDA_SCAN.finditer(source)]
-    callees = set(_CALLEES) | aliases(source, _CALLEES)  # ``from torch.cuda import set_device as sd``
+    # Both string forms are reported only where the string is exactly "cuda:N"
+    # or "cuda": a quote comes right before (``"worker1/cuda:0"`` is text).
+    offsets = [m.start() for m in _CUDA_SCAN.finditer(source) if source[m.start() - 1:m.start()] in "'\""]
+    callees = set(_CALLEES) | aliases(source, _ALIASABLE)
     scans = (_DEVICE_SCAN,) + tuple(_call_scan(callee) for callee in sorted(callees))
     if "cuda'" in source or 'cuda"' in source:  # index=N counts only in torch.device("cuda", ...)
         scans += (_INDEX_SCAN,)
@@ -69,11 +72,7 @@ def _trigger_offsets(source: str) -> list[int]:
         offsets.extend(m.start() for m in word_matches(scan, source))
     # A hit in a comment would make the engine parse the code around it for
     # nothing (in module-level code: all of it, 17k lines in one torch file).
-    return sorted(offset for offset in offsets if not in_comment(source, offset))
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
+    return sorted(offset for offset in offsets if not in_comment(source, offset) and not in_doctest(source, offset))
 
 
 def _int_arg(call: cst.Call, position: Optional[int], keyword: str) -> Optional[cst.Integer]:
@@ -163,7 +162,7 @@ class _HardCodedOrdinal(Rule):
 
     # -- multi-GPU guards --------------------------------------------------
     def _push_frame(self, decorators) -> None:
-        said = any(_MULTI_GPU_GUARD.search(_code(d.decorator)) for d in decorators)
+        said = any(_MULTI_GPU_GUARD.search(code_of(d.decorator)) for d in decorators)
         self._guarded.append(self._guarded[-1] or said)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -189,7 +188,7 @@ class _HardCodedOrdinal(Rule):
     def _guard_test(self, test: cst.BaseExpression) -> None:
         # A guard covers its branches and, as an early exit
         # (``if device_count() < 2: skip``), the rest of the function.
-        if not self._guarded[-1] and _MULTI_GPU_GUARD.search(_code(test)):
+        if not self._guarded[-1] and _MULTI_GPU_GUARD.search(code_of(test)):
             self._guarded[-1] = True
 
     def visit_If(self, node: cst.If) -> None:
@@ -235,7 +234,7 @@ class _HardCodedOrdinal(Rule):
             return _int_arg(call, 0, "device")
         return _int_arg(call, None, "device")  # torch.zeros(2, device=1)
 
-    def _consider(self, node: Literal, ordinal) -> None:
+    def _consider(self, node: Union[cst.SimpleString, cst.FormattedString, cst.Integer], ordinal) -> None:
         if not isinstance(ordinal, int) or not self.wants(ordinal):
             return
         if self._checks or self._guarded[-1] or id(node) in self._not_a_choice:

@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-import libcst as cst
+from .._lazy import cst
 
 from ..selection import MEMBER
 from .base import Rule
-from .factories import FactorySpelling, factory_name, maybe_zero_dim, outside_strings
+from .factories import FACTORY_NAMES, factory_name, maybe_zero_dim, outside_strings, spelled_factory_calls
 from .triggers import word_matches
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
@@ -88,11 +88,13 @@ class TensorStateNotRegistered(Rule):
         the class minus the methods that cannot matter."""
         if "self." not in source:
             return ()
-        spelling = FactorySpelling(source)
+        spelling, calls = spelled_factory_calls(source)
+        if not calls:  # no factory call: no candidate
+            return ()
         found, attrs = [], set()
         for match in word_matches(_SELF_ASSIGN, source):
             prefix, name = match.group(2), match.group(3)
-            if (name in spelling.bare) if not prefix else (prefix[:-1] in spelling.modules):
+            if (name in spelling.bare) if not prefix else (name in FACTORY_NAMES and prefix[:-1] in spelling.modules):
                 found.append(match.start())
                 attrs.add(match.group(1))
         found = outside_strings(source, found)

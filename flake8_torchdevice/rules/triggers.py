@@ -69,8 +69,25 @@ def _alias_scans(name: str) -> tuple[Pattern[str], Pattern[str]]:
     escaped = re.escape(name)
     return (
         re.compile(rf"{escaped}\s+as\s+(\w+)"),  # ... import name as alias (after a \b)
-        re.compile(rf"=\s*(?:[\w.]+\.)?{escaped}[ \t]*(?:#.*)?$", re.M),  # = [x.]name at a line end
+        # ``name`` ending its line: candidates for ``alias = [x.]name``, whose
+        # start is read backwards (a scan starting at "=" tries every "=").
+        re.compile(rf"{escaped}[ \t]*(?:#[^\n]*)?$", re.M),
     )
+
+
+def _equals_before(source: str, name_start: int) -> Optional[int]:
+    """Index of the ``=`` in ``=\\s*(?:[\\w.]+\\.)?name`` ending at ``name_start``."""
+    i = name_start
+    if source[i - 1:i] == ".":
+        j = i - 1
+        while j > 0 and (source[j - 1] == "." or _is_word(source[j - 1])):
+            j -= 1
+        if j == i - 1:
+            return None  # a dot with nothing before it
+        i = j
+    while i > 0 and source[i - 1].isspace():
+        i -= 1
+    return i - 1 if i > 0 and source[i - 1] == "=" else None
 
 
 def _assigned_name(source: str, equals: int) -> Optional[str]:
@@ -94,10 +111,11 @@ def aliases(source: str, names: Iterable[str]) -> set[str]:
     assignment (``f = torch.load``); a superset of what ``_alias_finder`` finds."""
     found: set[str] = set()
     for name in names:
-        as_scan, assignment = _alias_scans(name)
+        as_scan, line_end = _alias_scans(name)
         found.update(match.group(1) for match in word_matches(as_scan, source))
-        for match in assignment.finditer(source):
-            bound = _assigned_name(source, match.start())
+        for match in line_end.finditer(source):
+            equals = _equals_before(source, match.start())
+            bound = _assigned_name(source, equals) if equals is not None else None
             if bound is not None:
                 found.add(bound)
     return found
@@ -116,6 +134,99 @@ def call_offsets(source: str, names: tuple[str, ...]) -> Iterable[int]:
         offsets.extend(match.start() for match in _call_finder(name).finditer(source))
     offsets.sort()
     return offsets
+
+
+_FROM_TORCH_IMPORT = re.compile(r"from\s+torch[\w.]*\s+import\b")  # after a \b
+
+
+def _imported_from_torch(source: str, name: str) -> bool:
+    """Does some ``from torch[...] import`` statement name ``name``? Reads
+    each statement to its end: parentheses, backslashes, comments."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for match in word_matches(_FROM_TORCH_IMPORT, source):
+        start = match.end()
+        parenthesised = source[start:start + 80].lstrip(" \t\\\n").startswith("(")
+        while start <= len(source):
+            end = source.find("\n", start)
+            end = len(source) if end < 0 else end
+            code = source[start:end].split("#", 1)[0]
+            if word.search(code):
+                return True
+            if (")" in code) if parenthesised else not code.rstrip().endswith("\\"):
+                break
+            start = end + 1
+    return False
+
+
+def _def_before(source: str, offset: int) -> bool:
+    """Is the word at ``offset`` the name in ``def name(``?"""
+    i = offset
+    while i > 0 and source[i - 1] in " \t":
+        i -= 1
+    return i >= 3 and source[i - 3:i] == "def" and (i == 3 or not _is_word(source[i - 4]))
+
+
+def _receiver(source: str, offset: int) -> Optional[str]:
+    """For ``a.b.name(`` at ``offset``: ``"b"``; ``""`` for a bare ``name(``;
+    None when the name is part of a longer word or follows no plain name
+    (``f().name(``, ``x[0].name(``): the resolver reads dotted names only."""
+    i = offset
+    if i > 0 and _is_word(source[i - 1]):
+        return None
+    while i > 0 and source[i - 1] in " \t\\\n":
+        i -= 1
+    if i == 0 or source[i - 1] != ".":
+        return ""
+    i -= 1
+    while i > 0 and source[i - 1] in " \t\\\n":
+        i -= 1
+    end = i
+    while i > 0 and _is_word(source[i - 1]):
+        i -= 1
+    return source[i:end] or None
+
+
+def torch_call_offsets(source: str, name: str, modules: tuple[str, ...]) -> list[int]:
+    """``call_offsets`` of ``name``, less the calls that cannot resolve to
+    ``<module>.name`` for one of ``modules`` (their last dotted part):
+    ``json.load(`` / ``self.load(`` (a receiver that is no such module nor
+    bound to one), ``create_load(``, ``def load(``, and a bare ``load(`` that
+    no ``from torch... import`` or assignment binds. Aliases are kept."""
+    offsets = list(call_offsets(source, (name,)))
+    if not offsets:
+        return offsets
+    module_names: Optional[set] = None
+    bare_bound: Optional[bool] = None
+    kept = []
+    for offset in offsets:
+        receiver = _receiver(source, offset)
+        if receiver is None or _def_before(source, offset):
+            continue
+        if receiver == "":
+            if not source.startswith(name, offset) or _is_word(source[offset + len(name):offset + len(name) + 1]):
+                kept.append(offset)  # an alias: ``tl(`` after ``import load as tl``
+                continue
+            if bare_bound is None:
+                bare_bound = name in aliases(source, (name,)) or _imported_from_torch(source, name)
+            if bare_bound:
+                kept.append(offset)
+            continue
+        if module_names is None:
+            module_names = _module_aliases(source, modules)
+        if receiver in module_names:
+            kept.append(offset)
+    return kept
+
+
+def _module_aliases(source: str, modules: tuple[str, ...]) -> set[str]:
+    """``modules`` and every name bound to one (``import torch as th``,
+    ``t = th``), followed to a fixpoint."""
+    found, todo = set(modules), set(modules)
+    while todo:
+        new = aliases(source, sorted(todo)) - found
+        found |= new
+        todo = new
+    return found
 
 
 def in_comment(source: str, offset: int) -> bool:
@@ -146,3 +257,12 @@ def in_comment(source: str, offset: int) -> bool:
         elif char == "#":
             return True
     return False
+
+
+def in_doctest(source: str, offset: int) -> bool:
+    """True if ``offset`` is on a ``>>>`` line: a doctest in a docstring (no
+    line of code starts with ``>>>``, not even a continuation line)."""
+    start = source.rfind("\n", 0, offset) + 1
+    while start < offset and source[start] in " \t":
+        start += 1
+    return source.startswith(">>>", start)

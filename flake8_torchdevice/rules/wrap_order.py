@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-import libcst as cst
+from .._lazy import cst
 
 from .base import Rule
 from .triggers import call_offsets

@@ -1,0 +1,84 @@
+"""Positions of reported nodes, mapped back to the file's lines.
+
+LibCST computes positions by generating code, which costs more than the
+parse itself; so only the top-level statements that hold a report are
+generated, each on its own. Imported by the engine only once something is
+reported (LibCST's metadata modules load with it).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Optional
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+try:  # internal, but stable since LibCST 0.3; see _compute_positions
+    from libcst.metadata.position_provider import PositionProvidingCodegenState
+except ImportError:  # pragma: no cover
+    PositionProvidingCodegenState = None
+
+from .rules.base import Violation
+
+
+def file_positions(module: cst.Module, reports, numbers: list[int], starts: list[int]) -> list[Violation]:
+    """Violations at file positions: line ``i`` of ``module`` is line ``numbers[i - 1]``.
+
+    Code generation (how LibCST computes positions) costs more than the
+    parse, so only the top-level statements holding a report are generated,
+    each on its own; ``starts`` (from the ``ast`` tree: the first line of each
+    kept top-level statement) says where each one begins.
+    """
+    last = len(numbers)
+    found = {}
+    per_statement: dict = {}
+    whole = len(starts) != len(module.body)  # defensive: then generate the whole module
+    for rule, node, message, index in reports:
+        # Most reports are made while their statement is walked; one made
+        # later (e.g. in leave_Module) is looked up in the other statements.
+        for candidate in [-1] if whole else _statement_order(index, len(module.body)):
+            if candidate not in per_statement:
+                per_statement[candidate] = _statement_positions(module, candidate, numbers, starts)
+            offset, positions = per_statement[candidate]
+            if node in positions:
+                break
+        where = positions[node]
+        start, end = where.start.line + offset, where.end.line + offset
+        line, end_line = numbers[min(start, last) - 1], numbers[min(end, last) - 1]
+        key = (line, where.start.column, rule.CODE)
+        found.setdefault(key, Violation(rule.CODE, line, where.start.column, message, end_line, where.end.column))
+    return [found[key] for key in sorted(found)]
+
+
+def _statement_order(index: Optional[int], count: int) -> list[int]:
+    rest = [i for i in range(count) if i != index]
+    return rest if index is None else [index] + rest
+
+
+def _statement_positions(module: cst.Module, index: int, numbers: list[int], starts: list[int]):
+    """(line offset, positions) for ``module.body[index]`` generated alone;
+    index -1: the whole module."""
+    if index < 0:
+        return 0, _compute_positions(module)
+    statement = module.body[index]
+    alone = module.with_changes(body=[statement], header=(), footer=())
+    # Line 1 of ``alone`` is the first of the statement's leading (blank or
+    # comment) lines, one line each, just above its first line.
+    first = bisect.bisect_left(numbers, starts[index]) + 1 - len(statement.leading_lines)
+    return first - 1, _compute_positions(alone)
+
+
+def _compute_positions(module: cst.Module):
+    """PositionProvider's result without MetadataWrapper's extra visit of the
+    whole tree: that visit cost as much as the code generation itself
+    (measured). Falls back to the public API if LibCST's internals change."""
+    try:
+        provider = PositionProvider()
+        state = PositionProvidingCodegenState(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+        )
+        module._codegen(state)
+        return provider._computed
+    except (AttributeError, TypeError):  # pragma: no cover - other LibCST versions
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)

@@ -1,0 +1,190 @@
+"""The selection steps added for speed (issue 8) lose no finding.
+
+Each tricky source below has a finding; the selective run must equal the run
+that parses and walks everything (``parse_everything``). The narrowed
+triggers and ``wants_statement`` filters are also checked on every fixture,
+on real torch files that exercise them, and for what they drop.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from fixture_cases import FIXTURES
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.rules import ALL_RULES
+from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
+from flake8_torchdevice.rules.factory_device import FactoryWithoutDevice
+from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
+from flake8_torchdevice.rules.ordinals import HardCodedCudaOrdinal
+from flake8_torchdevice.rules.triggers import aliases, in_doctest
+from flake8_torchdevice.selection import StatementIndex
+from rule_support import parse_everything
+
+FULL = [parse_everything(rule) for rule in ALL_RULES]
+
+
+def findings(source: str, rules=ALL_RULES) -> list[tuple[int, int, str]]:
+    result = check_source(source, rules=rules, strict=True)
+    assert result.error is None, result.error
+    return [(v.line, v.col, v.code) for v in result.violations]
+
+
+def lines_hit(rule, source: str) -> list[int]:
+    return sorted({source.count("\n", 0, offset) + 1 for offset in rule.trigger_offsets(source)})
+
+
+# -- TDV201: only calls that can resolve to torch.load ------------------------------
+LOADS = [
+    "import torch\nx = torch.load('a.pt')\n",
+    "import torch as th\nx = th.load('a.pt')\n",
+    "import torch as th\nt = th\nx = t.load('a.pt')\n",  # an alias of an alias
+    "import torch.serialization as S\nx = S.load('a.pt')\n",
+    "from torch import serialization\nx = serialization.load('a.pt')\n",
+    "import torch\nx = torch.serialization.load('a.pt')\n",
+    "from torch import load\nx = load('a.pt')\n",
+    "from torch.serialization import load as L\nx = L('a.pt')\n",
+    "from torch import (  # see save() (below)\n    save,\n    load,\n)\nx = load('a.pt')\n",
+    "from torch import save, \\\n    load\nx = load('a.pt')\n",
+    "import torch\nload = torch.load\nx = load('a.pt')\n",
+    "import torch\nx = (torch\n     .load('a.pt'))\n",
+    "import torch\ndef f(p):\n    import torch as T\n    return T.load(p)\n",
+]
+
+
+@pytest.mark.parametrize("source", LOADS)
+def test_every_torch_load_spelling_is_still_found(source):
+    expected = findings(source, FULL)
+    assert [code for _, _, code in expected] == ["TDV201"]
+    assert findings(source) == expected
+
+
+NOT_TORCH_LOADS = {
+    "json": "import json, torch\nx = json.load(f)\n",
+    "method": "import torch\nclass C:\n    def f(self):\n        return self.load(1)\n",
+    "longer name": "import torch\nx = create_load(1)\n",
+    "definition": "import torch\ndef load(p):\n    return p\n",
+    "bare, not imported": "import torch\nfrom mylib import load\nx = load(f)\n",
+    "call result": "import torch\nx = get().load(f)\n",
+    "doctest": 'import torch\ndef f():\n    """\n    >>> torch.load("a.pt")\n    """\n',
+}
+
+
+@pytest.mark.parametrize("source", NOT_TORCH_LOADS.values(), ids=NOT_TORCH_LOADS.keys())
+def test_other_loads_are_not_triggers(source):
+    assert lines_hit(TorchLoadWithoutMapLocation, source) == []
+
+
+# -- TDV401: string hits only where the string is the ordinal ----------------------
+def test_ordinal_text_inside_longer_strings_is_not_a_trigger():
+    text = 'import torch\nname = f"{worker}/cuda:0"\nmsg = "worker1/cuda:1"\n'
+    assert lines_hit(HardCodedCudaOrdinal, text) == []
+    code = 'import torch\nd = "cuda:1"\ne = torch.device("cuda", 1)\nf = f"cuda:1"\n'
+    assert lines_hit(HardCodedCudaOrdinal, code) == [2, 3, 4]
+
+
+def test_doctest_lines_are_recognised():
+    source = 'def f():\n    """\n    >>> x.to(1)\n    """\n    x.to(1)\n'
+    assert in_doctest(source, source.index("x.to(1)"))
+    assert not in_doctest(source, source.rindex("x.to(1)"))
+    assert lines_hit(HardCodedCudaOrdinal, source) == [5]
+
+
+def test_aliases_read_assignments_backwards():
+    source = "a = torch.load\nb =  load  # note\nc = x.y.load\nd = xload\ne = .load\n  f = load\ng == load\n"
+    assert aliases(source, ("load",)) == {"a", "b", "c", "f"}
+
+
+# -- wants_statement ---------------------------------------------------------------
+def chains(source: str, line: int) -> list[list[str]]:
+    index = StatementIndex(ast.parse(source))
+    return [[type(stmt).__name__ for stmt in chain] for chain in index.chains_at(line)]
+
+
+def test_chains_follow_every_kind_of_body():
+    source = (
+        "@deco\n"  # 1
+        "class A:\n"
+        "    def m(self, x):\n"
+        "        try:\n"
+        "            pass\n"  # 5
+        "        except E:\n"
+        "            a = 1; x.to(d)\n"  # 7: two statements on one line
+        "        match x:\n"
+        "            case 1:\n"
+        "                y = 2\n"  # 10
+    )
+    assert chains(source, 1) == [["ClassDef"]]
+    in_handler = ["ClassDef", "FunctionDef", "Try"]
+    assert chains(source, 7) == [in_handler + ["Assign"], in_handler + ["Expr"]]
+    assert chains(source, 10) == [["ClassDef", "FunctionDef", "Match", "Assign"]]
+    assert chains(source, 11) == []
+
+
+DISCARDS = {
+    "statement": ("import torch\nx = torch.ones(1)\nx.to('cuda')\n", True),
+    "after a semicolon": ("import torch\nx = torch.ones(1); x.to('cuda')\n", True),
+    "argument": ("import torch\nx = torch.ones(1)\nf(1,\n  x.to('cuda'))\n", False),
+    "condition": ("import torch\nx = torch.ones(1)\nif (\n    x.to('cuda')):\n    pass\n", False),
+}
+
+
+@pytest.mark.parametrize("source, kept", DISCARDS.values(), ids=DISCARDS.keys())
+def test_tdv102_wants_expression_statements_only(source, kept):
+    index = StatementIndex(ast.parse(source))
+    line = lines_hit(DiscardedTensorMove, source)[-1]
+    wanted = any(DiscardedTensorMove.wants_statement(chain) for chain in index.chains_at(line))
+    assert wanted is kept
+    assert findings(source, [DiscardedTensorMove]) == findings(source, [parse_everything(DiscardedTensorMove)])
+
+
+FACTORY_CONTEXTS = {
+    "test method": ("class T:\n    def test_a(self):\n        z = torch.zeros(2)\n", False),
+    "module code": ("z = torch.zeros(2)\n", False),
+    "class body": ("class T:\n    z = torch.zeros(2)\n", False),
+    "int parameter": ("def f(n: int, k=3):\n    z = torch.zeros(2)\n", False),
+    "dataset": ("class D(Dataset):\n    def load(self, x):\n        z = torch.zeros(2)\n", False),
+    "getitem": ("class D:\n    def __getitem__(self, i):\n        z = torch.zeros(2)\n", False),
+    "collate inner": ("def collate(batch):\n    def inner(x):\n        z = torch.zeros(2)\n", False),
+    "parameter": ("def f(x):\n    z = torch.zeros(2)\n", True),
+    "outer parameter": ("def f(x):\n    def g():\n        z = torch.zeros(2)\n", True),
+    "staticmethod": ("class T:\n    @staticmethod\n    def f(x):\n        z = torch.zeros(2)\n", True),
+    "star args": ("class T:\n    def f(self, *a):\n        z = torch.zeros(2)\n", True),
+    "tensor annotation": ("def f(x: 'torch.Tensor' = 1):\n    z = torch.zeros(2)\n", True),
+    "keyword-only": ("def f(*, x=None):\n    z = torch.zeros(2)\n", True),
+}
+
+
+@pytest.mark.parametrize("source, kept", FACTORY_CONTEXTS.values(), ids=FACTORY_CONTEXTS.keys())
+def test_tdv502_wants_functions_with_possible_tensor_inputs(source, kept):
+    source = "import torch\n" + source
+    line = source.count("\n")
+    index = StatementIndex(ast.parse(source))
+    assert any(FactoryWithoutDevice.wants_statement(chain) for chain in index.chains_at(line)) is kept
+
+
+# -- all rules at once: fixtures and real torch files --------------------------------
+def _torch_files() -> list[Path]:
+    root = Path(__import__("torch").__file__).parent
+    names = [
+        "serialization.py",  # torch.load in docstrings and code
+        "_inductor/codecache.py",  # many other .load( calls
+        "distributed/_symmetric_memory/_nvshmem_triton.py",  # .to( in call arguments
+        "testing/_internal/distributed/nn/api/remote_module_test.py",  # factories in test methods
+        "distributed/tensor/parallel/style.py",  # ordinals in doctests
+    ]
+    return [root / name for name in names if (root / name).exists()]
+
+
+@pytest.mark.parametrize(
+    "path", sorted(FIXTURES.glob("TDV*/*.py")) + _torch_files(), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_selection_loses_no_finding(path):
+    source = path.read_text(encoding="utf-8")
+    expected = findings(source, FULL)
+    if "set_default_device" in source:  # TDV301's trigger skips such files on purpose
+        expected = [finding for finding in expected if finding[2] != "TDV301"]
+    assert findings(source) == expected
