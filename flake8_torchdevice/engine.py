@@ -49,8 +49,13 @@ class FileContext:
         self._reports: list[tuple[Rule, cst.CSTNode, str, Optional[int]]] = []
         self._statement: Optional[int] = None  # index in module.body being walked
 
-    def report(self, rule: Rule, node: cst.CSTNode, message: str) -> None:
-        self._reports.append((rule, node, message, self._statement))
+    @property
+    def statement(self) -> Optional[int]:
+        """Index of the top-level statement being walked (see ``Rule.report``)."""
+        return self._statement
+
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, statement: Optional[int] = None) -> None:
+        self._reports.append((rule, node, message, self._statement if statement is None else statement))
 
     def _enter_statement(self, index: int) -> None:
         self._statement = index

@@ -9,7 +9,7 @@ reported (LibCST's metadata modules load with it).
 from __future__ import annotations
 
 import bisect
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -51,9 +51,12 @@ def file_positions(module: cst.Module, reports, numbers: list[int], starts: list
     return [found[key] for key in sorted(found)]
 
 
-def _statement_order(index: Optional[int], count: int) -> list[int]:
-    rest = [i for i in range(count) if i != index]
-    return rest if index is None else [index] + rest
+def _statement_order(index: Optional[int], count: int) -> Iterator[int]:
+    """``index`` first, then the others (lazily: nearly every report is
+    found in its own statement)."""
+    if index is not None:
+        yield index
+    yield from (i for i in range(count) if i != index)
 
 
 def _statement_positions(module: cst.Module, index: int, numbers: list[int], starts: list[int]):

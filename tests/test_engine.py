@@ -175,3 +175,24 @@ def test_statement_scope_keeps_only_the_module_level_statement():
     source = "import torch\nA = 1\nx = 'cuda:1'\nB = 2\n"
     assert StatementIndex(ast.parse(source)).lines_to_keep([(3, STATEMENT)]) == {3}
     assert StatementIndex(ast.parse(source)).lines_to_keep([(3, MEMBER)]) == {1, 2, 3, 4}
+
+
+def test_reports_made_after_the_walk_keep_their_own_statement(monkeypatch):
+    """TDV101 reports in leave_Module; each report must name the statement it
+    was seen in, or finding its position costs a search of every statement
+    (quadratic: 1.5x per line at 50k lines before this)."""
+    from flake8_torchdevice import positions
+
+    generated = []
+    original = positions._statement_positions
+
+    def recording(module, index, numbers, starts):
+        generated.append(index)
+        return original(module, index, numbers, starts)
+
+    monkeypatch.setattr(positions, "_statement_positions", recording)
+    moves = "".join(f"\n\ndef move_{i}(x, device):\n    return x.to(device)\n" for i in range(5))
+    source = "import torch\n\n\ndef first(x):\n    return x.cuda()\n" + moves
+    found = check_source(source, strict=True).violations
+    assert [(v.line, v.code) for v in found] == [(5, "TDV101")]
+    assert generated == [0]  # ``first`` alone (the first parsed statement), not the last then a search

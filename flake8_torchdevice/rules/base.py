@@ -80,8 +80,11 @@ class Rule:
         cls.FILTERS_STATEMENTS = cls.wants_statement.__func__ is not Rule.wants_statement.__func__
 
     # -- reporting ----------------------------------------------------
-    def report(self, node: cst.CSTNode, message: Optional[str] = None) -> None:
-        self.context.report(self, node, message or self.MESSAGE)
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, statement: Optional[int] = None) -> None:
+        """Report ``node``. A rule that reports after the walk has moved on
+        (in ``leave_Module``) passes the ``context.statement`` it saw the node
+        in: positions are computed for that statement alone."""
+        self.context.report(self, node, message or self.MESSAGE, statement)
 
 
 def code_of(node: cst.CSTNode) -> str:

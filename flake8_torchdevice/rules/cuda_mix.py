@@ -52,7 +52,7 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._cuda_calls: list[cst.Call] = []
+        self._cuda_calls: list[tuple[cst.Call, Optional[int]]] = []  # with their statement
         self._places_with_to = False
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -62,7 +62,7 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
         if func.attr.value == "cuda":
             # ``.cuda(rank)`` names its device: a choice, only spelled differently.
             if device_argument(node) is None and not self.cuda_guarded():
-                self._cuda_calls.append(node)
+                self._cuda_calls.append((node, self.context.statement))
         elif func.attr.value == "to" and not self._places_with_to:
             self._places_with_to = self._is_device_move(node)
 
@@ -70,8 +70,8 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
         super().leave_Module(node)
         # Only now is the whole module known: report if it also uses .to(device).
         if self._places_with_to:
-            for call in self._cuda_calls:
-                self.report(call)
+            for call, statement in self._cuda_calls:
+                self.report(call, statement=statement)
 
     def _is_device_move(self, call: cst.Call) -> bool:
         target = device_argument(call)
