@@ -7,15 +7,18 @@ One command from a fresh clone (Python >= 3.10 on PATH, PyPI reachable)::
     python3 benchmarks/run.py --sample 300    # a deterministic sample of 300 files
     python3 benchmarks/run.py path/to/project --runs 5
     python3 benchmarks/run.py --scaling       # 1k / 10k / 50k-line files of repeated code
+    python3 benchmarks/run.py --startup       # one small file, as an editor save checks it
+    python3 benchmarks/run.py --attribute     # the plugin's own CPU time inside one flake8 run
 
 It creates its own virtualenvs under ``.bench/`` (gitignored) so that no tool
-sees another's plugins: ``venv-tdv`` (this checkout, with flake8), ``venv-flake8``
+sees another's plugins: ``venv-tdv`` (this checkout installed, with flake8), ``venv-flake8``
 (the same flake8, pycodestyle, pyflakes and mccabe versions, without our
 plugin) and ``venv-torchfix`` (torch==2.13.0 first, then TorchFix; its torch
 package is the default corpus). Each tool runs in its own process on the same
 file list; wall time and peak RSS come from ``os.wait4``. The median of
 ``--runs`` rounds is reported (tools are interleaved within a round so that a
-load spike on the machine hits them alike).
+load spike on the machine hits them alike). Children run with bytecode
+caching on (``PYTHONDONTWRITEBYTECODE`` removed), as an installed package has.
 """
 
 from __future__ import annotations
@@ -70,11 +73,18 @@ def _versions(env: Path, dists: list[str]) -> dict[str, str]:
     return dict(zip(dists, out.stdout.split()))
 
 
+def _source_stamp() -> str:
+    """Hash of what an install of this checkout contains."""
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    for path in sorted((ROOT / "flake8_torchdevice").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def setup_envs(need_torchfix: bool) -> dict[str, Path]:
-    # Editable, so engine changes need no reinstall; pyproject.toml changes
-    # (entry points, dependencies) do.
-    stamp = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    envs = {"tdv": _ensure_venv("venv-tdv", [["-e", str(ROOT)]], stamp)}
+    # A regular (not editable) install, as users get it: compiled bytecode
+    # and no editable-import hook at startup. Any source change reinstalls.
+    envs = {"tdv": _ensure_venv("venv-tdv", [[str(ROOT)]], _source_stamp())}
     flake8_dists = ["flake8", "pycodestyle", "pyflakes", "mccabe"]
     pins = [f"{d}=={v}" for d, v in _versions(envs["tdv"], flake8_dists).items()]
     envs["flake8"] = _ensure_venv("venv-flake8", [pins])
@@ -103,6 +113,13 @@ def count_lines(files: list[Path]) -> int:
 
 
 # -- measuring one process -----------------------------------------------------
+def _child_env() -> dict[str, str]:
+    """This environment, but with bytecode caches written and read, as on a
+    user's machine (a ``PYTHONDONTWRITEBYTECODE`` here would make every timed
+    run compile what the warm-up could have cached)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def measure(argv: list[str]) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, peak RSS in MiB, lines printed) of one child.
 
@@ -110,7 +127,7 @@ def measure(argv: list[str]) -> tuple[float, float, float, int]:
     moves when other work shares the machine; wall time does."""
     out = tempfile.TemporaryFile()
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=_child_env())
     # wait4 gives this child's own rusage (getrusage(CHILDREN) would be a
     # running maximum over every child so far).
     _, status, usage = os.wait4(proc.pid, 0)
@@ -164,6 +181,9 @@ def child(kind: str, listing: str) -> None:
     """Runs inside venv-tdv: the floors, and an engine driver until the CLI exists."""
     if kind == "scale":
         scale_child(int(listing))
+        return
+    if kind == "attribute":
+        attribute_child(listing)
         return
     files = Path(listing).read_text().split("\n")
     if kind == "ast":
@@ -273,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", default="", help="comma list of first words, e.g. torchdevice,flake8,ast")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--scaling", action="store_true", help="run the 1k/10k/50k-line scaling check instead")
+    parser.add_argument("--startup", action="store_true", help="time one small file per tool (an editor save)")
+    parser.add_argument(
+        "--attribute", action="store_true", help="time the plugin's own work inside one flake8 -j1 run on the corpus"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -280,9 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tools = [t for t in args.tools.split(",") if t]
     want_torchfix = args.torchfix_runs != 0 and (not tools or "torchfix" in tools)
-    envs = setup_envs(want_torchfix and not args.scaling)
+    envs = setup_envs(want_torchfix and not (args.scaling or args.startup or args.attribute))
     if args.scaling:
         return scaling(envs)
+    if args.startup:
+        return startup(envs, max(args.runs, 7))
     files = collect(args.paths or [default_corpus(envs)], args.sample, args.seed)
     if not files:
         parser.error("no .py files found")
@@ -292,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write("\n".join(map(str, files)))
         listing = Path(handle.name)
+    if args.attribute:
+        try:
+            return attribute(envs, listing, args.runs)
+        finally:
+            listing.unlink()
     try:
         slow_runs = args.runs if args.torchfix_runs is None else args.torchfix_runs
         results = run_rounds(commands(envs, files, listing, tools), args.runs, slow_runs)
@@ -300,6 +331,100 @@ def main(argv: list[str] | None = None) -> int:
     print_table(results, len(files), lines)
     if args.json:
         args.json.write_text(json.dumps({"files": len(files), "lines": lines, "results": results}, indent=1))
+    return 0
+
+
+# -- where the plugin's time goes inside flake8 ------------------------------------
+def attribute_child(listing: str) -> None:
+    """Runs inside venv-tdv: one in-process ``flake8 -j1`` over the listed files,
+    with the plugin's import and every ``run()`` timed (CPU). Unlike two runs
+    compared, this split does not move with the machine's load."""
+    start = time.process_time()
+    from flake8_torchdevice import plugin
+
+    imported = time.process_time() - start
+    spent = [0.0, 0]
+    original = plugin.TorchDeviceChecker.run
+
+    def timed_run(self):
+        began = time.process_time()
+        found = list(original(self))  # LibCST's import happens in here, on the first file that needs it
+        spent[0] += time.process_time() - began
+        spent[1] += 1
+        return iter(found)
+
+    plugin.TorchDeviceChecker.run = timed_run
+    from flake8.main.cli import main
+
+    files = Path(listing).read_text().split("\n")
+    try:
+        main(["-j1", "--isolated", "--exit-zero", "--output-file", os.devnull, *files])
+    except SystemExit:
+        pass
+    total = time.process_time() - start
+    print(json.dumps({"total": total, "import": imported, "run": spent[0], "files": spent[1]}))
+
+
+def attribute(envs: dict[str, Path], listing: Path, runs: int) -> int:
+    me = [str(_py(envs["tdv"])), str(Path(__file__).resolve()), "--child", "attribute", str(listing)]
+    print("\n| run | flake8 + TDV CPU s | plugin import s | plugin run() s | plugin share of the rest |")
+    print("|---:|---:|---:|---:|---:|")
+    for number in range(1, runs + 1):
+        done = subprocess.run(me, capture_output=True, text=True, check=True, env=_child_env())
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        ours = row["import"] + row["run"]
+        print(
+            f"| {number} | {row['total']:.2f} | {row['import']:.3f} | {row['run']:.2f} "
+            f"| +{100 * ours / (row['total'] - ours):.1f}% |"
+        )
+    return 0
+
+
+# -- one small file: an editor save -------------------------------------------------
+PLAIN_FILE = """\
+import os
+
+
+def join_all(root, names):
+    return [os.path.join(root, name) for name in names if name]
+"""
+TORCH_FILE = """\
+import torch
+
+
+def restore(model, path):
+    model.load_state_dict(torch.load(path))
+    return model
+"""
+
+
+def startup(envs: dict[str, Path], runs: int) -> int:
+    """Median CPU of each tool on one small file (no trigger / one finding)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = {"no trigger": Path(tmp, "plain.py"), "one finding": Path(tmp, "restore.py")}
+        cases["no trigger"].write_text(PLAIN_FILE)
+        cases["one finding"].write_text(TORCH_FILE)
+        tools = {
+            "flake8": [str(envs["flake8"] / "bin" / "flake8"), "--isolated", "--exit-zero"],
+            "flake8 + TDV": [str(envs["tdv"] / "bin" / "flake8"), "--isolated", "--exit-zero"],
+            "torchdevice": [str(envs["tdv"] / "bin" / "torchdevice"), "--isolated", "--exit-zero"],
+        }
+        cpu: dict = {(case, tool): [] for case in cases for tool in tools}
+        for argv in tools.values():
+            measure(argv + [str(cases["no trigger"])])  # warm-up: bytecode caches
+        for _ in range(runs):
+            for case, path in cases.items():
+                for tool, argv in tools.items():
+                    cpu[case, tool].append(measure(argv + [str(path)])[1])
+    print(f"\nOne small file, median CPU s of {runs} runs\n")
+    print("| file | flake8 | flake8 + TDV | torchdevice | flake8 + TDV / flake8 |")
+    print("|---|---:|---:|---:|---:|")
+    for case in cases:
+        med = {tool: statistics.median(cpu[case, tool]) for tool in tools}
+        print(
+            f"| {case} | {med['flake8']:.3f} | {med['flake8 + TDV']:.3f} | {med['torchdevice']:.3f} "
+            f"| {med['flake8 + TDV'] / med['flake8']:.2f}x |"
+        )
     return 0
 
 
@@ -372,7 +497,7 @@ def scaling(envs: dict[str, Path], sizes=(1000, 10000, 50000)) -> int:
     me = [str(_py(envs["tdv"])), str(Path(__file__).resolve()), "--child", "scale"]
     rows = []
     for size in sizes:
-        proc = subprocess.Popen(me + [str(size)], stdout=subprocess.PIPE)
+        proc = subprocess.Popen(me + [str(size)], stdout=subprocess.PIPE, env=_child_env())
         _, status, usage = os.wait4(proc.pid, 0)
         row = json.loads(proc.stdout.read())
         proc.stdout.close()
