@@ -217,7 +217,7 @@ def run_rounds(cmds: dict[str, list[str]], runs: int, slow_runs: int) -> dict[st
     printed: dict[str, int] = {}
     # One untimed run of each tool on a couple of files first: a fresh venv
     # compiles its bytecode on first import (~1-2 s CPU for LibCST alone).
-    for name, argv in cmds.items():
+    for argv in cmds.values():
         measure(_on_few_files(argv))
     for round_no in range(max(runs, slow_runs)):
         for name, argv in cmds.items():

@@ -157,7 +157,7 @@ def _wanted_hits(source: str, triggered: dict, index: StatementIndex) -> list[tu
         if rule.FILTERS_STATEMENTS:
             if line not in chains:
                 chains[line] = index.chains_at(line)
-            if chains[line] and not any(rule.wants_statement(chain) for chain in chains[line]):
+            if chains[line] and not any(rule.wants_statement(chain, source) for chain in chains[line]):
                 continue
         hits.append((line, rule))
     return hits

@@ -12,7 +12,7 @@ def parse_everything(rule):
     def every_line(cls, source):
         return [0] + [i + 1 for i, char in enumerate(source) if char == "\n"]
 
-    def every_statement(cls, chain):
+    def every_statement(cls, chain, source):
         return True
 
     members = {"trigger_offsets": classmethod(every_line), "wants_statement": classmethod(every_statement)}

@@ -16,11 +16,13 @@ import pytest
 from fixture_cases import FIXTURES
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import ALL_RULES
+from flake8_torchdevice.rules.cuda_mix import CudaMixedWithToDevice
 from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
 from flake8_torchdevice.rules.factory_device import FactoryWithoutDevice
 from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
 from flake8_torchdevice.rules.ordinals import HardCodedCudaOrdinal
 from flake8_torchdevice.rules.triggers import aliases, in_doctest
+from flake8_torchdevice.rules.wrap_order import WrapBeforePlacement
 from flake8_torchdevice.selection import StatementIndex
 from rule_support import parse_everything
 
@@ -98,6 +100,26 @@ def test_aliases_read_assignments_backwards():
     assert aliases(source, ("load",)) == {"a", "b", "c", "f"}
 
 
+# -- TDV101: a .cuda() that names its device is never collected ---------------------
+CUDA_CALLS = {
+    "x.cuda()": True,
+    "x.cuda(non_blocking=True)": True,
+    "x.cuda(*args)": True,
+    "x.cuda(  # why\n)": True,
+    "x.cuda(rank)": False,
+    "x.cuda(\n    0)": False,
+    "x.cuda(device=1)": False,
+    "x.cuda(a == b)": False,
+}
+
+
+@pytest.mark.parametrize("call, kept", CUDA_CALLS.items(), ids=CUDA_CALLS.keys())
+def test_tdv101_trigger_skips_cuda_calls_that_name_a_device(call, kept):
+    source = f"import torch\ndef f(x, device):\n    y = x.to(device)\n    return {call}\n"
+    assert bool(lines_hit(CudaMixedWithToDevice, source)) is kept
+    assert findings(source, [CudaMixedWithToDevice]) == findings(source, [parse_everything(CudaMixedWithToDevice)])
+
+
 # -- wants_statement ---------------------------------------------------------------
 def chains(source: str, line: int) -> list[list[str]]:
     index = StatementIndex(ast.parse(source))
@@ -136,7 +158,7 @@ DISCARDS = {
 def test_tdv102_wants_expression_statements_only(source, kept):
     index = StatementIndex(ast.parse(source))
     line = lines_hit(DiscardedTensorMove, source)[-1]
-    wanted = any(DiscardedTensorMove.wants_statement(chain) for chain in index.chains_at(line))
+    wanted = any(DiscardedTensorMove.wants_statement(chain, source) for chain in index.chains_at(line))
     assert wanted is kept
     assert findings(source, [DiscardedTensorMove]) == findings(source, [parse_everything(DiscardedTensorMove)])
 
@@ -163,7 +185,63 @@ def test_tdv502_wants_functions_with_possible_tensor_inputs(source, kept):
     source = "import torch\n" + source
     line = source.count("\n")
     index = StatementIndex(ast.parse(source))
-    assert any(FactoryWithoutDevice.wants_statement(chain) for chain in index.chains_at(line)) is kept
+    assert any(FactoryWithoutDevice.wants_statement(chain, source) for chain in index.chains_at(line)) is kept
+
+
+ORDINAL_CONTEXTS = {
+    "docstring": ('def f():\n    """Pass a device such as "cuda:1"."""\n', False),
+    "bare string": ('"cuda:1"\n', False),
+    "f-string statement": ("f\"{torch.device('cuda:1')}\"\n", True),
+    "assignment": ('d = "cuda:1"\n', True),
+    "guard decorator": ('@skip_if_lt_x_gpu(2)\ndef test_a():\n    d = "cuda:1"\n', False),
+    "guarded class": ('@unittest.skipIf(torch.cuda.device_count() < 2, "")\nclass T:\n    d = "cuda:1"\n', False),
+    "guard name": ('def test_multigpu():\n    d = "cuda:1"\n', False),
+    "private helper, plain file": ('def _helper():\n    d = "cuda:1"\n', True),
+    "other decorator": ('@skip_if_no_cuda\ndef test_a():\n    d = "cuda:1"\n', True),
+}
+
+
+@pytest.mark.parametrize("source, kept", ORDINAL_CONTEXTS.values(), ids=ORDINAL_CONTEXTS.keys())
+def test_tdv401_drops_bare_strings_and_multi_gpu_code(source, kept):
+    source = "import torch\n" + source
+    index = StatementIndex(ast.parse(source))
+    line = lines_hit(HardCodedCudaOrdinal, source)[-1]
+    assert any(HardCodedCudaOrdinal.wants_statement(chain, source) for chain in index.chains_at(line)) is kept
+    assert findings(source, [HardCodedCudaOrdinal]) == findings(source, [parse_everything(HardCodedCudaOrdinal)])
+
+
+def test_private_helpers_of_a_multi_gpu_test_file_are_dropped():
+    source = 'import torch\n@skip_if_lt_x_gpu(2)\ndef test_a():\n    _helper()\ndef _helper():\n    d = "cuda:1"\n'
+    index = StatementIndex(ast.parse(source))
+    assert not any(HardCodedCudaOrdinal.wants_statement(chain, source) for chain in index.chains_at(6))
+    assert findings(source, [parse_everything(HardCodedCudaOrdinal)]) == []
+
+
+def test_tdv301_trigger_skips_definitions_and_longer_names():
+    source = "class DataParallel(Base):\n    pass\ndef _test_DataParallel(x):\n    return nn.DataParallel(x)\n"
+    assert lines_hit(WrapBeforePlacement, source) == [4]
+
+
+WRAPS = {
+    "inline construction": ("def f():\n    w = DDP(Net().eval(), device_ids=[0])\n", True),
+    "local construction": ("def f():\n    m = Net()\n    w = DDP(m, device_ids=[0])\n", True),
+    "alias of a local": ("def f(n):\n    m = n\n    w = DDP(module=m, device_ids=[0])\n", True),
+    "deepcopy": ("def f(n):\n    w = DDP(copy.deepcopy(n), device_ids=[0])\n", True),
+    "module level": ("m = Net()\nw = DDP(m, device_ids=[0])\n", True),
+    "parameter": ("def f(m):\n    w = DDP(m, device_ids=[0])\n", False),
+    "attribute": ("class T:\n    def f(self):\n        w = DDP(self.model, device_ids=[0])\n", False),
+    "factory helper": ("def f():\n    m = build(cfg)\n    w = DDP(m, device_ids=[0])\n", False),
+    "moved at once": ("def f():\n    w = DDP(Net().cuda(), device_ids=[0])\n", False),
+}
+
+
+@pytest.mark.parametrize("source, kept", WRAPS.values(), ids=WRAPS.keys())
+def test_tdv301_wants_statements_that_may_wrap_an_unplaced_module(source, kept):
+    source = "import copy\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n" + source
+    index = StatementIndex(ast.parse(source))
+    line = lines_hit(WrapBeforePlacement, source)[-1]
+    assert any(WrapBeforePlacement.wants_statement(chain, source) for chain in index.chains_at(line)) is kept
+    assert findings(source, [WrapBeforePlacement]) == findings(source, [parse_everything(WrapBeforePlacement)])
 
 
 # -- all rules at once: fixtures and real torch files --------------------------------
@@ -175,6 +253,8 @@ def _torch_files() -> list[Path]:
         "distributed/_symmetric_memory/_nvshmem_triton.py",  # .to( in call arguments
         "testing/_internal/distributed/nn/api/remote_module_test.py",  # factories in test methods
         "distributed/tensor/parallel/style.py",  # ordinals in doctests
+        "distributed/device_mesh.py",  # "cuda:0" in docstrings
+        "testing/_internal/distributed/distributed_test.py",  # .cuda(rank), DDP of parameters
     ]
     return [root / name for name in names if (root / name).exists()]
 

@@ -66,12 +66,13 @@ class Rule:
         return (m.start() for m in cls.TRIGGER.finditer(source))
 
     @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt]) -> bool:
+    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
         """Second, finer step of the selection: may the rule report anything
         for a trigger hit whose line lies in ``chain`` (the ``ast`` statements
-        around it, outermost first)? Return False only when surely not: the
-        rule is then not run there. Override where a statement's shape rules
-        a finding out cheaply (a function without inputs, a non-expression)."""
+        around it, outermost first) of ``source``? Return False only when
+        surely not: the rule is then not run there. Override where a
+        statement's shape rules a finding out cheaply (a function without
+        inputs, a docstring, a multi-GPU test)."""
         return True
 
     def __init_subclass__(cls, **kwargs) -> None:

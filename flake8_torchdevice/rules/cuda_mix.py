@@ -22,6 +22,10 @@ _AVAILABILITY = re.compile(r"\.is_available\s*\(")
 _DEVICE_HINT = re.compile(r"dev|[\"']")
 _DEVICE_ALIAS = re.compile(r"\bdevice\s+as\b|=\s*(?:\w+\.)*device\s*$", re.M)
 _ARGS_WINDOW = 400
+# The start of a call's first argument, after blanks and comments: group 1 is
+# set for an argument that is an expression or a keyword (group 2: the
+# keyword), unset for ``)`` and ``*``/``**``.
+_FIRST_ARGUMENT = re.compile(r"(?:[\s\\]|#[^\n]*)*(?:[)*]|((?:(\w+)\s*=(?!=))|[^)*\s\\#]))")
 # Device types torch accepts in a device string, optionally with an index.
 _DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|meta|hpu|npu|mtia|ipu|privateuseone)(?::\d*)?$")
 
@@ -40,7 +44,11 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
     def trigger_offsets(cls, source: str) -> Iterable[int]:
         # A commented-out ``x.cuda()`` (doc examples) must not drag a huge
         # statement into the parse.
-        cuda = [m.start() for m in _CUDA_CALL.finditer(source) if not in_comment(source, m.start())]
+        cuda = [
+            m.start()
+            for m in _CUDA_CALL.finditer(source)
+            if _may_lack_device(source, m.end()) and not in_comment(source, m.start())
+        ]
         if not cuda:
             return ()
         aliased = bool(_DEVICE_ALIAS.search(source))
@@ -84,6 +92,18 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
         if text is not None:
             return bool(_DEVICE_STRING.match(text))
         return _is_device_name(expr)
+
+
+def _may_lack_device(source: str, start: int) -> bool:
+    """False when the ``.cuda(`` whose arguments start at ``start`` surely names
+    its device (``device_argument`` is not None): a positional first argument
+    (``.cuda(rank)``) or a leading ``device=``. No, ``*args``, or another
+    keyword first (``non_blocking=True``): it may lack one."""
+    match = _FIRST_ARGUMENT.match(source, start)
+    if match is None or match.group(1) is None:
+        return True  # ``)``, ``*``, or text we do not read: keep
+    keyword = match.group(2)
+    return keyword is not None and keyword != "device"
 
 
 def _may_name_a_device(source: str, start: int) -> bool:

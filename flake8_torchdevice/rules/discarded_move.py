@@ -82,7 +82,7 @@ class DiscardedTensorMove(Rule):
         return offsets
 
     @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt]) -> bool:
+    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
         """Only an expression statement ``name.to(...)`` is reported (a hit
         in a call's arguments or a condition is not)."""
         stmt = chain[-1]

@@ -132,7 +132,7 @@ class FactoryWithoutDevice(Rule):
         ]
 
     @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt]) -> bool:
+    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
         # Every value the rule follows starts at a parameter.
         return may_see_inputs(chain, TENSOR_HINTS, DATA_LOADING, DATA_CLASS_SUFFIXES)
 

@@ -14,9 +14,10 @@ which addresses a given GPU on purpose.
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
-from typing import Iterable, Optional, Union
+from typing import Iterable, Optional, Sequence, Union
 
 from .._lazy import cst
 
@@ -75,6 +76,26 @@ def _trigger_offsets(source: str) -> list[int]:
     return sorted(offset for offset in offsets if not in_comment(source, offset) and not in_doctest(source, offset))
 
 
+def _guards_multi_gpu(stmt: ast.stmt, source: str) -> bool:
+    """The ``ast`` side of the visitor's frames: a def or class that makes all
+    code inside it multi-GPU code (a guard decorator, a guard-like name, a
+    private helper of a multi-GPU test file). ``if`` guards are left to the
+    visitor."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if any(_MULTI_GPU_GUARD.search(ast.unparse(d)) for d in stmt.decorator_list):
+        return True
+    if isinstance(stmt, ast.ClassDef):
+        return False
+    name = stmt.name
+    return bool(_MULTI_GPU_GUARD.search(name)) or (name.startswith("_") and _is_multi_gpu_file(source))
+
+
+@per_source
+def _is_multi_gpu_file(source: str) -> bool:
+    return bool(_GUARD_DECORATOR.search(source))
+
+
 def _int_arg(call: cst.Call, position: Optional[int], keyword: str) -> Optional[cst.Integer]:
     """The int literal passed at ``position`` or as ``keyword``, if any."""
     index = 0
@@ -122,6 +143,15 @@ class _HardCodedOrdinal(Rule):
     def trigger_offsets(cls, source: str) -> Iterable[int]:
         return _trigger_offsets(source)
 
+    @classmethod
+    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
+        # A docstring or other bare string is text (``visit_Expr``); an
+        # f-string is not dropped: its expressions are code.
+        stmt = chain[-1]
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return False
+        return not any(_guards_multi_gpu(node, source) for node in chain)
+
     @staticmethod
     def wants(ordinal: int) -> bool:
         raise NotImplementedError
@@ -131,7 +161,6 @@ class _HardCodedOrdinal(Rule):
         self._not_a_choice: set[int] = set()  # ids of literals that only name a device
         self._checks: list[int] = []  # ids of open comparisons and assert calls
         self._guarded = [False]  # per def/class frame: inside multi-GPU-only code
-        self._multi_gpu_file: Optional[bool] = None
 
     # -- where a literal is not a device choice ------------------------------
     def visit_Expr(self, node: cst.Expr) -> None:
@@ -172,9 +201,7 @@ class _HardCodedOrdinal(Rule):
             self._guarded[-1] = True
 
     def _in_multi_gpu_file(self) -> bool:
-        if self._multi_gpu_file is None:
-            self._multi_gpu_file = bool(_GUARD_DECORATOR.search(self.context.source))
-        return self._multi_gpu_file
+        return _is_multi_gpu_file(self.context.source)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._guarded.pop()

@@ -159,11 +159,25 @@ def _imported_from_torch(source: str, name: str) -> bool:
 
 
 def _def_before(source: str, offset: int) -> bool:
-    """Is the word at ``offset`` the name in ``def name(``?"""
+    """Is the word at ``offset`` the name in ``def name(`` or ``class name(``?"""
     i = offset
     while i > 0 and source[i - 1] in " \t":
         i -= 1
-    return i >= 3 and source[i - 3:i] == "def" and (i == 3 or not _is_word(source[i - 4]))
+    for keyword in ("def", "class"):
+        start = i - len(keyword)
+        if start >= 0 and source[start:i] == keyword and (start == 0 or not _is_word(source[start - 1])):
+            return True
+    return False
+
+
+def call_sites(source: str, names: tuple[str, ...]) -> list[int]:
+    """``call_offsets`` less the names inside longer words (``_test_DataParallel(``)
+    and the names being defined (``class DataParallel(``)."""
+    return [
+        offset
+        for offset in call_offsets(source, names)
+        if not (offset and _is_word(source[offset - 1])) and not _def_before(source, offset)
+    ]
 
 
 def _receiver(source: str, offset: int) -> Optional[str]:
@@ -230,7 +244,9 @@ def _module_aliases(source: str, modules: tuple[str, ...]) -> set[str]:
 
 
 def in_comment(source: str, offset: int) -> bool:
-    """True only if ``offset`` is surely inside a ``#`` comment.
+    """True only if ``offset`` is surely not code: after a ``#`` on its line,
+    so in a comment -- or, when the line lies inside a multi-line string, in
+    that string's text. No rule reports in either.
 
     Unsure means False (the trigger may over-match, never under-match): a
     line with a triple quote may close a multi-line string before the hit, a

@@ -17,14 +17,15 @@ a GPU: ``device_ids=``/``output_device=``, or a move of the wrapper itself
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from .._lazy import cst
 
 from .base import Rule
-from .triggers import call_offsets
+from .triggers import call_sites
 
 _DP = "DataParallel"
 _DDP = "DistributedDataParallel"
@@ -92,6 +93,48 @@ def _wrapped(call: cst.Call) -> Optional[cst.BaseExpression]:
     return first.value if first is not None and first.keyword is None and not first.star else None
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # each has its own frame
+
+
+def _ast_wrapped(call: ast.Call) -> Optional[ast.expr]:
+    """``_wrapped`` on the ``ast`` side: the ``module=`` or first positional argument."""
+    for keyword in call.keywords:
+        if keyword.arg == "module":
+            return keyword.value
+    first = call.args[0] if call.args else None
+    return None if first is None or isinstance(first, ast.Starred) else first
+
+
+def _ast_maybe_construction(expr: ast.expr) -> bool:
+    """May ``_placement`` call ``expr`` unplaced? ``Net(...)`` (CapWords),
+    possibly with neutral calls chained, or ``deepcopy`` of such a value."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in NEUTRAL:
+        expr = expr.func.value
+    if not isinstance(expr, ast.Call):
+        return False
+    func = expr.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    if name == "deepcopy":
+        return True
+    return name[:1].isupper()
+
+
+def _locally_bound(scope: ast.AST) -> set[str]:
+    """Names assigned somewhere in ``scope`` a construction or another name:
+    the only ways a name becomes unplaced."""
+    bound = set()
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if isinstance(value, ast.Name) or _ast_maybe_construction(value):
+            bound.update(t.id for t in targets if isinstance(t, ast.Name))
+    return bound
+
+
 def _is_none(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
@@ -125,7 +168,26 @@ class WrapBeforePlacement(Rule):
         # Every spelling (alias, module path) has "DataParallel" somewhere in the file.
         if "DataParallel" not in source or _DEFAULT_DEVICE.search(source):
             return ()
-        return call_offsets(source, (_DP, _DDP))
+        return call_sites(source, (_DP, _DDP))
+
+    @classmethod
+    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
+        """Only a module that may be unplaced is reported: some call in the
+        statement must wrap a construction (``DDP(Net())``) or a name that its
+        function binds (``m = Net()``). Module-level code is always kept."""
+        scope = next((s for s in reversed(chain) if isinstance(s, _SCOPES)), None)
+        if scope is None:
+            return True
+        bound = None
+        for node in ast.walk(chain[-1]):
+            wrapped = _ast_wrapped(node) if isinstance(node, ast.Call) else None
+            if isinstance(wrapped, ast.Name):
+                bound = _locally_bound(scope) if bound is None else bound
+                if wrapped.id in bound:
+                    return True
+            elif wrapped is not None and _ast_maybe_construction(wrapped):
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)
