@@ -108,34 +108,39 @@ def _check(source: str, tree: Optional[ast.Module], rules: Sequence[type[Rule]])
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             return Result(error=_syntax_message(exc))
-    # Split on \n only: str.splitlines also splits on form feeds and
-    # U+2028, which Python's own tokenizer does not treat as line breaks.
-    lines = source.split("\n")
     index = StatementIndex(tree)
     hits = _wanted_hits(source, triggered, index)
     keep = index.lines_to_keep((line, rule.SCOPE) for line, rule in hits)
     if not keep:
         return Result()
     live = {rule for _, rule in hits}
-    text, numbers = compact(lines, keep)
+    return _analyse(source, tree, keep, [rule for rule in triggered if rule in live])
+
+
+def _analyse(source: str, tree: ast.Module, keep: set[int], rules: list[type[Rule]]) -> Result:
+    """Parse the kept lines with LibCST, walk them once with ``rules``, and
+    place what they report on the file's lines."""
+    from .positions import file_positions  # LibCST's metadata and node classes: only now needed
+    from .walk import BatchedWalker
+
+    # Split on \n only: str.splitlines also splits on form feeds and
+    # U+2028, which Python's own tokenizer does not treat as line breaks.
+    text, numbers = compact(source.split("\n"), keep)
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
     context = FileContext(resolver_from_ast(tree), source)
-    instances = [rule(context) for rule in triggered if rule in live]
     names = context.names
-    from .walk import BatchedWalker  # loads LibCST's node classes: only now needed
-
     try:
         walker = BatchedWalker(
-            instances, pre_visit=lambda node: update_from_cst(names, node), pre_visit_types=name_binding_nodes()
+            [rule(context) for rule in rules],
+            pre_visit=lambda node: update_from_cst(names, node),
+            pre_visit_types=name_binding_nodes(),
         )
         walker.walk_module(module, context._enter_statement)
         if not context._reports:
             return Result()
-        from .positions import file_positions
-
         starts = sorted({statement_start(stmt) for stmt in tree.body} & keep)
         return Result(violations=file_positions(module, context._reports, numbers, starts))
     except RecursionError as exc:

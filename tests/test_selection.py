@@ -39,6 +39,15 @@ def lines_hit(rule, source: str) -> list[int]:
     return sorted({source.count("\n", 0, offset) + 1 for offset in rule.trigger_offsets(source)})
 
 
+def wants(rule, source: str, line: int = 0) -> bool:
+    """Does ``rule`` want a hit on ``line`` (default: its last trigger line)?
+    And, either way, does selecting lose none of its findings?"""
+    line = line or lines_hit(rule, source)[-1]
+    assert findings(source, [rule]) == findings(source, [parse_everything(rule)])
+    index = StatementIndex(ast.parse(source))
+    return any(rule.wants_statement(chain, source) for chain in index.chains_at(line))
+
+
 # -- TDV201: only calls that can resolve to torch.load ------------------------------
 LOADS = [
     "import torch\nx = torch.load('a.pt')\n",
@@ -156,11 +165,7 @@ DISCARDS = {
 
 @pytest.mark.parametrize("source, kept", DISCARDS.values(), ids=DISCARDS.keys())
 def test_tdv102_wants_expression_statements_only(source, kept):
-    index = StatementIndex(ast.parse(source))
-    line = lines_hit(DiscardedTensorMove, source)[-1]
-    wanted = any(DiscardedTensorMove.wants_statement(chain, source) for chain in index.chains_at(line))
-    assert wanted is kept
-    assert findings(source, [DiscardedTensorMove]) == findings(source, [parse_everything(DiscardedTensorMove)])
+    assert wants(DiscardedTensorMove, source) is kept
 
 
 FACTORY_CONTEXTS = {
@@ -183,9 +188,7 @@ FACTORY_CONTEXTS = {
 @pytest.mark.parametrize("source, kept", FACTORY_CONTEXTS.values(), ids=FACTORY_CONTEXTS.keys())
 def test_tdv502_wants_functions_with_possible_tensor_inputs(source, kept):
     source = "import torch\n" + source
-    line = source.count("\n")
-    index = StatementIndex(ast.parse(source))
-    assert any(FactoryWithoutDevice.wants_statement(chain, source) for chain in index.chains_at(line)) is kept
+    assert wants(FactoryWithoutDevice, source, line=source.count("\n")) is kept
 
 
 ORDINAL_CONTEXTS = {
@@ -203,18 +206,12 @@ ORDINAL_CONTEXTS = {
 
 @pytest.mark.parametrize("source, kept", ORDINAL_CONTEXTS.values(), ids=ORDINAL_CONTEXTS.keys())
 def test_tdv401_drops_bare_strings_and_multi_gpu_code(source, kept):
-    source = "import torch\n" + source
-    index = StatementIndex(ast.parse(source))
-    line = lines_hit(HardCodedCudaOrdinal, source)[-1]
-    assert any(HardCodedCudaOrdinal.wants_statement(chain, source) for chain in index.chains_at(line)) is kept
-    assert findings(source, [HardCodedCudaOrdinal]) == findings(source, [parse_everything(HardCodedCudaOrdinal)])
+    assert wants(HardCodedCudaOrdinal, "import torch\n" + source) is kept
 
 
 def test_private_helpers_of_a_multi_gpu_test_file_are_dropped():
     source = 'import torch\n@skip_if_lt_x_gpu(2)\ndef test_a():\n    _helper()\ndef _helper():\n    d = "cuda:1"\n'
-    index = StatementIndex(ast.parse(source))
-    assert not any(HardCodedCudaOrdinal.wants_statement(chain, source) for chain in index.chains_at(6))
-    assert findings(source, [parse_everything(HardCodedCudaOrdinal)]) == []
+    assert not wants(HardCodedCudaOrdinal, source, line=6)
 
 
 def test_tdv301_trigger_skips_definitions_and_longer_names():
@@ -238,10 +235,7 @@ WRAPS = {
 @pytest.mark.parametrize("source, kept", WRAPS.values(), ids=WRAPS.keys())
 def test_tdv301_wants_statements_that_may_wrap_an_unplaced_module(source, kept):
     source = "import copy\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n" + source
-    index = StatementIndex(ast.parse(source))
-    line = lines_hit(WrapBeforePlacement, source)[-1]
-    assert any(WrapBeforePlacement.wants_statement(chain, source) for chain in index.chains_at(line)) is kept
-    assert findings(source, [WrapBeforePlacement]) == findings(source, [parse_everything(WrapBeforePlacement)])
+    assert wants(WrapBeforePlacement, source) is kept
 
 
 # -- all rules at once: fixtures and real torch files --------------------------------
