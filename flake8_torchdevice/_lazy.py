@@ -6,6 +6,8 @@ binds ``cst`` to a lazily loaded module (importlib's ``LazyLoader``): the
 real import runs when an attribute is first read, and from then on ``cst``
 is the plain module. Nothing here may read a ``cst`` attribute at import
 time (module constants of node types are built on first use instead).
+Before Python 3.12 a first access from two threads at once is unsafe; flake8
+and our CLI check files in one thread per process.
 """
 
 from __future__ import annotations
