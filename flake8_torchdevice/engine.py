@@ -20,6 +20,7 @@ import gc
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Iterator, Optional, Sequence
 
 from ._lazy import cst
@@ -152,7 +153,7 @@ def _analyse(source: str, tree: ast.Module, keep: set[int], rules: list[type[Rul
 def _wanted_hits(source: str, triggered: dict, index: StatementIndex) -> list[tuple[int, type[Rule]]]:
     """(line, rule) for every trigger offset that the rule wants once it sees
     the ``ast`` statements around it (``Rule.wants_statement``)."""
-    pairs = sorted(((offset, rule) for rule, offsets in triggered.items() for offset in offsets), key=_first)
+    pairs = sorted(((offset, rule) for rule, offsets in triggered.items() for offset in offsets), key=itemgetter(0))
     chains: dict[int, list] = {}
     hits = []
     line, previous = 1, 0
@@ -166,10 +167,6 @@ def _wanted_hits(source: str, triggered: dict, index: StatementIndex) -> list[tu
                 continue
         hits.append((line, rule))
     return hits
-
-
-def _first(pair: tuple):
-    return pair[0]
 
 
 def _as_python_reads_it(source: str) -> str:

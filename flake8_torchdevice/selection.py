@@ -136,12 +136,12 @@ def _bodies(stmt: ast.stmt) -> Iterable[list]:
 
 
 def _nested_defs(stmt: ast.stmt) -> Iterable[tuple[int, int]]:
-    """Spans of defs/classes inside module-level ``if``/``try``/``with``/loops."""
-    for field in ("body", "orelse", "finalbody", "handlers"):
-        for child in getattr(stmt, field, ()):
+    """Spans of defs/classes inside module-level ``if``/``try``/``with``/loops/``match``."""
+    for body in _bodies(stmt):
+        for child in body:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 yield (statement_start(child), child.end_lineno or child.lineno)
-            elif isinstance(child, (ast.stmt, ast.excepthandler)):
+            else:
                 yield from _nested_defs(child)
 
 

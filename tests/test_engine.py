@@ -10,7 +10,15 @@ import pytest
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.names import resolver_from_ast, update_from_cst
 from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
-from flake8_torchdevice.selection import LARGE_STATEMENT_LINES, MEMBER, STATEMENT, TOPLEVEL, StatementIndex, compact
+from flake8_torchdevice.selection import (
+    FUNCTION,
+    LARGE_STATEMENT_LINES,
+    MEMBER,
+    STATEMENT,
+    TOPLEVEL,
+    StatementIndex,
+    compact,
+)
 
 
 def _qualify(source: str, expr: str):
@@ -196,3 +204,17 @@ def test_reports_made_after_the_walk_keep_their_own_statement(monkeypatch):
     found = check_source(source, strict=True).violations
     assert [(v.line, v.code) for v in found] == [(5, "TDV101")]
     assert generated == [0]  # ``first`` alone (the first parsed statement), not the last then a search
+
+
+@pytest.mark.parametrize("block", ["if FLAG:", "try:", "match MODE:\n    case 1:"])
+def test_function_scope_keeps_defs_nested_in_module_level_blocks(block):
+    """A def under a module-level ``if``/``try``/``match`` is a function: a
+    FUNCTION-scope hit in it keeps it; one in plain module code does not."""
+    head = block + "\n"
+    indent = " " * (4 * head.count(":"))
+    tail = "except ImportError:\n    pass\n" if block == "try:" else ""
+    source = head + f"{indent}def f(x):\n{indent}    return x\n" + tail + "y = 1\n"
+    index = StatementIndex(ast.parse(source))
+    body_line = head.count("\n") + 2
+    assert body_line in index.lines_to_keep([(body_line, FUNCTION)])
+    assert index.lines_to_keep([(source.count("\n"), FUNCTION)]) == set()

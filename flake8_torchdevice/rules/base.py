@@ -88,6 +88,11 @@ class Rule:
         self.context.report(self, node, message or self.MESSAGE, statement)
 
 
+def is_none(expr: cst.BaseExpression) -> bool:
+    """The literal ``None`` (``map_location=None``, ``device_ids=None``)."""
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
 def code_of(node: cst.CSTNode) -> str:
     """The source code of ``node`` alone."""
     return _empty_module().code_for_node(node)

@@ -20,7 +20,7 @@ from .._lazy import cst
 
 from ..selection import FUNCTION
 from .base import Rule, code_of
-from .function_inputs import may_see_inputs
+from .function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function, may_see_inputs
 from .factories import (
     DATA_FACTORIES,
     QUALIFIED_FACTORIES,
@@ -103,10 +103,6 @@ TENSOR_MEMBERS = frozenset(
     masked_scatter take_along_dim copy_ broadcast_to movedim float long int bool byte""".split()
 )
 COMPARE_OPS = frozenset("Equal NotEqual LessThan LessThanEqual GreaterThan GreaterThanEqual".split())  # node types
-# Data-loading code: its tensors never meet a parameter tensor.
-DATA_LOADING = frozenset({"__getitem__", "__iter__", "__next__", "__len__"})
-DATA_CLASS_SUFFIXES = ("Dataset", "Sampler", "DataPipe", "Processor", "Preprocessing", "Transform", "Collator")
-TENSOR_HINTS = ("Tensor", "Any", "Variable", "Module")
 
 
 class FactoryWithoutDevice(Rule):
@@ -134,7 +130,7 @@ class FactoryWithoutDevice(Rule):
     @classmethod
     def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
         # Every value the rule follows starts at a parameter.
-        return may_see_inputs(chain, TENSOR_HINTS, DATA_LOADING, DATA_CLASS_SUFFIXES)
+        return may_see_inputs(chain)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -162,7 +158,7 @@ class FactoryWithoutDevice(Rule):
         is_method = bool(self._in_class) and self._in_class[-1]
         outer = self._frames[-1] if self._frames else None
         name = node.name.value
-        disabled = name in DATA_LOADING or "collate" in name.lower() or (is_method and self._data_class[-1])
+        disabled = is_data_function(name) or (is_method and self._data_class[-1])
         if disabled or (self._frames and outer is None and not is_method):
             env = None
         else:
@@ -544,8 +540,8 @@ def _option_value(source: str, start: int, open_index: int) -> bool:
 def _is_data_class(node: cst.ClassDef) -> bool:
     """A Dataset/Sampler/Processor/Transform (by its own name or a base's): data-loading code,
     whose tensors are made on the CPU on purpose and moved by the loop."""
-    names = [node.name.value] + [_last_name(base.value) for base in node.bases if base.keyword is None]
-    return any(name.endswith(DATA_CLASS_SUFFIXES) for name in names if name)
+    bases = [_last_name(base.value) for base in node.bases if base.keyword is None]
+    return is_data_class_name([node.name.value] + bases)
 
 
 def _last_name(expr: cst.BaseExpression) -> Optional[str]:

@@ -14,13 +14,27 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence
 
+# Data-loading code: its tensors never meet a parameter tensor.
+DATA_LOADING = frozenset({"__getitem__", "__iter__", "__next__", "__len__"})
+DATA_CLASS_SUFFIXES = ("Dataset", "Sampler", "DataPipe", "Processor", "Preprocessing", "Transform", "Collator")
+# An annotation naming one of these may hold a tensor.
+TENSOR_HINTS = ("Tensor", "Any", "Variable", "Module")
+
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _PLAIN_CONSTANTS = (bool, int, float, str, bytes)
 
 
-def may_see_inputs(
-    chain: Sequence[ast.stmt], tensor_hints: Sequence[str], data_functions: frozenset, data_suffixes: tuple
-) -> bool:
+def is_data_function(name: str) -> bool:
+    """``__getitem__``, ``collate_fn``...: data loading, left alone (both sides)."""
+    return name in DATA_LOADING or "collate" in name.lower()
+
+
+def is_data_class_name(names: Sequence[Optional[str]]) -> bool:
+    """Is one of a class's name and its bases' last names Dataset/Sampler-like?"""
+    return any(name.endswith(DATA_CLASS_SUFFIXES) for name in names if name)
+
+
+def may_see_inputs(chain: Sequence[ast.stmt]) -> bool:
     """Has the innermost function in ``chain`` a parameter that may be a
     tensor, itself or through the functions around it (back to a class or
     the module), in code that the rule does not leave alone?"""
@@ -34,28 +48,21 @@ def may_see_inputs(
             break
     if not functions:
         return False  # module or class-body code: no inputs at all
-    if any(_is_data_function(f.name, data_functions) for f in functions):
+    if any(is_data_function(f.name) for f in functions):
         return False
-    if owner is not None and _in_data_class(chain, data_suffixes):
+    if owner is not None and _in_data_class(chain):
         return False
     outermost = functions[-1]
+    return any(_may_be_tensor(f, is_method=f is outermost and owner is not None) for f in functions)
+
+
+def _in_data_class(chain: Sequence[ast.stmt]) -> bool:
+    """A Dataset/Sampler-like class, or one nested in such a class."""
     return any(
-        _may_be_tensor(f, is_method=f is outermost and owner is not None, hints=tensor_hints) for f in functions
+        is_data_class_name([stmt.name] + [_last_name(base) for base in stmt.bases])
+        for stmt in chain
+        if isinstance(stmt, ast.ClassDef)
     )
-
-
-def _is_data_function(name: str, data_functions: frozenset) -> bool:
-    return name in data_functions or "collate" in name.lower()
-
-
-def _in_data_class(chain: Sequence[ast.stmt], suffixes: tuple) -> bool:
-    """A Dataset/Sampler-like class (by its name or a base's), or one nested in such a class."""
-    for stmt in chain:
-        if isinstance(stmt, ast.ClassDef):
-            names = [stmt.name] + [_last_name(base) for base in stmt.bases]
-            if any(name.endswith(suffixes) for name in names if name):
-                return True
-    return False
 
 
 def _last_name(expr: ast.expr) -> Optional[str]:
@@ -64,25 +71,24 @@ def _last_name(expr: ast.expr) -> Optional[str]:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-def _may_be_tensor(function, is_method: bool, hints: Sequence[str]) -> bool:
+def _may_be_tensor(function, is_method: bool) -> bool:
     args = function.args
     if args.vararg is not None or args.kwarg is not None:
         return True
-    ordered = list(args.posonlyargs) + list(args.args)
+    positional = list(args.posonlyargs) + list(args.args)
+    # Defaults belong to the last positional parameters.
+    pairs = list(zip(positional, [None] * (len(positional) - len(args.defaults)) + list(args.defaults)))
     static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
-    if is_method and not static and ordered:
-        ordered = ordered[1:]  # self / cls
-    # Defaults belong to the last positional parameters, then to keyword-only ones.
-    defaults = [None] * (len(list(args.posonlyargs) + list(args.args)) - len(args.defaults)) + list(args.defaults)
-    defaults = defaults[len(defaults) - len(ordered):] if ordered else []
-    pairs = list(zip(ordered, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
-    return any(_param_may_be_tensor(arg, default, hints) for arg, default in pairs)
+    if is_method and not static:
+        pairs = pairs[1:]  # self / cls
+    pairs += zip(args.kwonlyargs, args.kw_defaults)
+    return any(_param_may_be_tensor(arg, default) for arg, default in pairs)
 
 
-def _param_may_be_tensor(arg: ast.arg, default: Optional[ast.expr], hints: Sequence[str]) -> bool:
+def _param_may_be_tensor(arg: ast.arg, default: Optional[ast.expr]) -> bool:
     if arg.annotation is not None:
         text = ast.unparse(arg.annotation)
-        return any(hint in text for hint in hints)
+        return any(hint in text for hint in TENSOR_HINTS)
     return default is None or not _is_literal(default)
 
 

@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 from .._lazy import cst
 from ..names import full_name
 
-from .base import Rule
+from .base import Rule, is_none
 from .triggers import in_doctest, torch_call_offsets
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
@@ -77,11 +77,7 @@ def has_map_location(call: cst.Call) -> bool:
         if arg.keyword is None:
             positional += 1
             if positional == 2:
-                return not _is_none(arg.value)
+                return not is_none(arg.value)
         elif arg.keyword.value == "map_location":
-            return not _is_none(arg.value)
+            return not is_none(arg.value)
     return False
-
-
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"

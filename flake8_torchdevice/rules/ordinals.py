@@ -85,9 +85,11 @@ def _guards_multi_gpu(stmt: ast.stmt, source: str) -> bool:
         return False
     if any(_MULTI_GPU_GUARD.search(ast.unparse(d)) for d in stmt.decorator_list):
         return True
-    if isinstance(stmt, ast.ClassDef):
-        return False
-    name = stmt.name
+    return not isinstance(stmt, ast.ClassDef) and _guard_name(stmt.name, source)
+
+
+def _guard_name(name: str, source: str) -> bool:
+    """A function named like a guard, or a private helper of a multi-GPU test file."""
     return bool(_MULTI_GPU_GUARD.search(name)) or (name.startswith("_") and _is_multi_gpu_file(source))
 
 
@@ -196,12 +198,8 @@ class _HardCodedOrdinal(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._push_frame(node.decorators)
-        name = node.name.value
-        if _MULTI_GPU_GUARD.search(name) or (name.startswith("_") and self._in_multi_gpu_file()):
+        if _guard_name(node.name.value, self.context.source):
             self._guarded[-1] = True
-
-    def _in_multi_gpu_file(self) -> bool:
-        return _is_multi_gpu_file(self.context.source)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._guarded.pop()

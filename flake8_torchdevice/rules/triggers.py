@@ -129,8 +129,12 @@ def _call_finder(name: str) -> Pattern[str]:
 def call_offsets(source: str, names: tuple[str, ...]) -> Iterable[int]:
     """Offsets of calls to any of ``names`` or to a local alias of one (one
     literal scan per name: an alternation would be ~10x slower)."""
+    return _calls_of(source, set(names) | aliases(source, names))
+
+
+def _calls_of(source: str, callees: Iterable[str]) -> list[int]:
     offsets: list[int] = []
-    for name in sorted(set(names) | aliases(source, names)):
+    for name in sorted(callees):
         offsets.extend(match.start() for match in _call_finder(name).finditer(source))
     offsets.sort()
     return offsets
@@ -173,20 +177,22 @@ def _def_before(source: str, offset: int) -> bool:
 def call_sites(source: str, names: tuple[str, ...]) -> list[int]:
     """``call_offsets`` less the names inside longer words (``_test_DataParallel(``)
     and the names being defined (``class DataParallel(``)."""
+    return _sites(source, call_offsets(source, names))
+
+
+def _sites(source: str, offsets: Iterable[int]) -> list[int]:
     return [
         offset
-        for offset in call_offsets(source, names)
+        for offset in offsets
         if not (offset and _is_word(source[offset - 1])) and not _def_before(source, offset)
     ]
 
 
 def _receiver(source: str, offset: int) -> Optional[str]:
     """For ``a.b.name(`` at ``offset``: ``"b"``; ``""`` for a bare ``name(``;
-    None when the name is part of a longer word or follows no plain name
-    (``f().name(``, ``x[0].name(``): the resolver reads dotted names only."""
+    None when the name follows no plain name (``f().name(``, ``x[0].name(``):
+    the resolver reads dotted names only."""
     i = offset
-    if i > 0 and _is_word(source[i - 1]):
-        return None
     while i > 0 and source[i - 1] in " \t\\\n":
         i -= 1
     if i == 0 or source[i - 1] != ".":
@@ -206,22 +212,20 @@ def torch_call_offsets(source: str, name: str, modules: tuple[str, ...]) -> list
     ``json.load(`` / ``self.load(`` (a receiver that is no such module nor
     bound to one), ``create_load(``, ``def load(``, and a bare ``load(`` that
     no ``from torch... import`` or assignment binds. Aliases are kept."""
-    offsets = list(call_offsets(source, (name,)))
-    if not offsets:
-        return offsets
+    bound = aliases(source, (name,))
     module_names: Optional[set] = None
     bare_bound: Optional[bool] = None
     kept = []
-    for offset in offsets:
+    for offset in _sites(source, _calls_of(source, {name} | bound)):
         receiver = _receiver(source, offset)
-        if receiver is None or _def_before(source, offset):
+        if receiver is None:
             continue
         if receiver == "":
             if not source.startswith(name, offset) or _is_word(source[offset + len(name):offset + len(name) + 1]):
                 kept.append(offset)  # an alias: ``tl(`` after ``import load as tl``
                 continue
             if bare_bound is None:
-                bare_bound = name in aliases(source, (name,)) or _imported_from_torch(source, name)
+                bare_bound = name in bound or _imported_from_torch(source, name)
             if bare_bound:
                 kept.append(offset)
             continue

@@ -24,7 +24,7 @@ from typing import Iterable, Optional, Sequence
 
 from .._lazy import cst
 
-from .base import Rule
+from .base import Rule, code_of, is_none
 from .triggers import call_sites
 
 _DP = "DataParallel"
@@ -65,10 +65,6 @@ class _Frame:
     blocks: list = field(default_factory=list)  # ids of the enclosing statement blocks
     withs: int = 0  # open ``with`` statements (device contexts, init_empty_weights, ...)
     wrappers: dict = field(default_factory=dict)  # name -> DDP call waiting for a move
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 def _callee_name(func: cst.BaseExpression) -> Optional[str]:
@@ -135,10 +131,6 @@ def _locally_bound(scope: ast.AST) -> set[str]:
     return bound
 
 
-def _is_none(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "None"
-
-
 def _names_a_gpu(call: cst.Call) -> bool:
     """``device_ids=``/``output_device=`` given (by keyword or position) and not None."""
     positional = 0
@@ -147,9 +139,9 @@ def _names_a_gpu(call: cst.Call) -> bool:
             continue  # *args/**kwargs may or may not carry device_ids: no sign either way
         if arg.keyword is None:
             positional += 1
-            if positional in (2, 3) and not _is_none(arg.value):
+            if positional in (2, 3) and not is_none(arg.value):
                 return True
-        elif arg.keyword.value in ("device_ids", "output_device") and not _is_none(arg.value):
+        elif arg.keyword.value in ("device_ids", "output_device") and not is_none(arg.value):
             return True
     return False
 
@@ -295,7 +287,7 @@ class WrapBeforePlacement(Rule):
         # Inside ``with torch.device("cuda")`` / ``init_empty_weights()`` it may be placed.
         if self._frame.withs:
             return False
-        return not any(_DEVICE_WORD.search(_code(arg)) for arg in call.args)
+        return not any(_DEVICE_WORD.search(code_of(arg)) for arg in call.args)
 
     # -- calls ---------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
