@@ -2,15 +2,20 @@
 the standalone CLI so that no rule is implemented twice.
 
 Pipeline per file, cheapest first:
-1. each rule's trigger (a text scan) over the raw text -- most files stop
-   here, and LibCST is never imported for them (see ``_lazy``);
-2. the stdlib ``ast`` tree (free under flake8) maps the hits to statements,
-   lets each rule drop hits it surely cannot report (``wants_statement``)
-   and seeds the import/alias map;
-3. LibCST parses only the statements kept (the kept lines alone) -- once;
-4. one batched walk runs every rule with hits left;
+1. the identifiers of the text: a rule none of whose ``NEEDS`` groups can be
+   met is not run, and a file no rule can report in stops here (LibCST is
+   never imported for it, see ``_lazy``);
+2. the stdlib ``ast`` tree (free under flake8) gives the statement spans,
+   module-level aliases and imports; ``selection`` keeps the units of code
+   holding a needed word, with their context (guards, exits, class headers);
+3. LibCST parses the kept lines alone -- once;
+4. one batched walk runs every live rule;
 5. positions are computed only if something was reported, and mapped back
    to the file's line numbers (``positions``).
+
+Which codes are selected never changes a verdict: each rule's findings equal
+those of the same rule run over the whole file (``full=True``), which the
+equivalence tests check rule by rule.
 """
 
 from __future__ import annotations
@@ -20,14 +25,15 @@ import gc
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Iterator, Optional, Sequence
 
+from . import words
 from ._lazy import cst
-from .names import NameResolver, name_binding_nodes, resolver_from_ast, update_from_cst
+from .analysis.guards import CONTEXT_WORDS
+from .names import name_binding_nodes, resolver_from_ast, update_from_cst
+from .rule import FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
-from .rules.base import Rule, Violation
-from .selection import StatementIndex, compact, statement_start
+from .selection import CONTEXT, Hit, StatementIndex, compact, lines_to_keep, statement_start
 
 LOG = logging.getLogger("flake8_torchdevice")
 
@@ -39,27 +45,10 @@ class Result:
     violations: list[Violation] = field(default_factory=list)
     # One line saying why the file could not be analysed, or None.
     error: Optional[str] = None
-
-
-class FileContext:
-    """What a rule may know about the file being checked."""
-
-    def __init__(self, names: NameResolver, source: str) -> None:
-        self.names = names
-        self.source = source
-        self._reports: list[tuple[Rule, cst.CSTNode, str, Optional[int]]] = []
-        self._statement: Optional[int] = None  # index in module.body being walked
-
-    @property
-    def statement(self) -> Optional[int]:
-        """Index of the top-level statement being walked (see ``Rule.report``)."""
-        return self._statement
-
-    def report(self, rule: Rule, node: cst.CSTNode, message: str, statement: Optional[int] = None) -> None:
-        self._reports.append((rule, node, message, self._statement if statement is None else statement))
-
-    def _enter_statement(self, index: int) -> None:
-        self._statement = index
+    # With ``keep_reports``: the report behind each violation, and the module
+    # they were made on (what fixes edit).
+    reports: list[Report] = field(default_factory=list)
+    module: Optional[object] = None
 
 
 def check_source(
@@ -67,11 +56,23 @@ def check_source(
     tree: Optional[ast.Module] = None,
     rules: Optional[Sequence[type[Rule]]] = None,
     strict: bool = False,
+    filename: Optional[str] = None,
+    full: bool = False,
+    keep_reports: bool = False,
 ) -> Result:
-    """Check one file. Never raises unless ``strict`` (used by our own tests)."""
+    """Check one file: its violations, sorted, or the one-line reason it
+    could not be checked (a syntax error is reported for every file).
+
+    ``tree`` is the file's ``ast`` tree if the caller has it (flake8 does);
+    ``rules`` defaults to every rule; ``filename`` (the display name) tells
+    whether the file is a test; ``full`` parses and walks the whole file,
+    skipping no code (the reference the selection is tested against, and
+    what fixes use). Never raises unless ``strict`` (used by our own tests).
+    """
     try:
         with _gc_paused():
-            return _check(source, tree, ALL_RULES if rules is None else rules)
+            chosen = ALL_RULES if rules is None else rules
+            return _check(source, tree, chosen, filename, full, keep_reports)
     except Exception as exc:  # noqa: BLE001 - a linter must not crash its host
         if strict:
             raise
@@ -98,75 +99,105 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _check(source: str, tree: Optional[ast.Module], rules: Sequence[type[Rule]]) -> Result:
+def _check(source, tree, rules, filename, full, keep_reports) -> Result:
     source = _as_python_reads_it(source)
-    triggered = {rule: list(rule.trigger_offsets(source)) for rule in rules}
-    triggered = {rule: offsets for rule, offsets in triggered.items() if offsets}
-    if not triggered:
-        return Result()
     if tree is None:
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             return Result(error=_syntax_message(exc))
-    index = StatementIndex(tree)
-    hits = _wanted_hits(source, triggered, index)
-    keep = index.lines_to_keep((line, rule.SCOPE) for line, rule in hits)
-    if not keep:
+    present = words.identifiers(source)
+    live = [rule for rule in rules if words.present(rule.GROUPS, present)]
+    if not live:
         return Result()
-    live = {rule for _, rule in hits}
-    return _analyse(source, tree, keep, [rule for rule in triggered if rule in live])
+    lines = source.split("\n")  # \n only: Python does not break lines at form feeds or U+2028
+    if full:
+        keep = set(range(1, len(lines) + 1))
+    else:
+        keep = lines_to_keep(StatementIndex(tree), _hits(source, tree, live, present))
+        if not keep:
+            return Result()
+    return _analyse(source, lines, tree, keep, live, filename, keep_reports)
 
 
-def _analyse(source: str, tree: ast.Module, keep: set[int], rules: list[type[Rule]]) -> Result:
+def _hits(source: str, tree: ast.Module, live: list, present: frozenset) -> list[Hit]:
+    """A hit for each line holding a word a live rule needs (or an alias of
+    one), and for each context word."""
+    wanted: dict[str, list] = {}
+    for rule in live:
+        for word in {word for group in rule.GROUPS for word in group} | set(rule.READS):
+            if words.bare(word) in present:
+                wanted.setdefault(word, []).append(rule)
+    aliases = words.alias_words(tree, {words.bare(word) for word in wanted})
+    pairs = [(offset, rule.SCOPE) for word, owners in wanted.items() for offset in words.offsets(source, word)
+             for rule in owners]
+    if aliases:
+        scope = _widest(live)
+        pairs += [(offset, scope) for alias in aliases for offset in words.offsets(source, alias)]
+    pairs += [(offset, CONTEXT) for word in CONTEXT_WORDS if word in present for offset in words.offsets(source, word)]
+    pairs.sort()
+    hits, line, previous = [], 1, 0
+    for offset, scope in pairs:
+        line += source.count("\n", previous, offset)  # newlines counted once
+        previous = offset
+        hits.append(Hit(line, scope))
+    return hits
+
+
+def _widest(rules: list) -> str:
+    """The scope for an alias's uses: they may stand for any rule's word."""
+    scopes = {rule.SCOPE for rule in rules}
+    for scope in ("class", "function", "statement"):
+        if scope in scopes:
+            return scope
+    return "function"
+
+
+def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
     from .positions import file_positions  # LibCST's metadata and node classes: only now needed
     from .walk import BatchedWalker
 
-    # Split on \n only: str.splitlines also splits on form feeds and
-    # U+2028, which Python's own tokenizer does not treat as line breaks.
-    text, numbers = compact(source.split("\n"), keep)
+    text, numbers = compact(lines, keep)
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
-    context = FileContext(resolver_from_ast(tree), source)
-    names = context.names
+    names = resolver_from_ast(tree)
+    context = FileContext(names, source, filename, is_test_file(filename, names))
     try:
         walker = BatchedWalker(
             [rule(context) for rule in rules],
             pre_visit=lambda node: update_from_cst(names, node),
             pre_visit_types=name_binding_nodes(),
         )
-        walker.walk_module(module, context._enter_statement)
-        if not context._reports:
+        walker.walk_module(module, context.enter_statement)
+        if not context.reports:
             return Result()
         starts = sorted({statement_start(stmt) for stmt in tree.body} & keep)
-        return Result(violations=file_positions(module, context._reports, numbers, starts))
+        placed = file_positions(module, context.reports, numbers, starts)
+        if not keep_reports:
+            return Result(violations=[violation for violation, _ in placed])
+        return Result([violation for violation, _ in placed], reports=[r for _, r in placed], module=module)
     except RecursionError as exc:
         # LibCST's position pass (and any recursive helper) follows the tree's
         # depth: ~150 nested brackets exhaust the stack. An input limit, not a bug.
         return Result(error=_syntax_message(exc))
 
 
-def _wanted_hits(source: str, triggered: dict, index: StatementIndex) -> list[tuple[int, type[Rule]]]:
-    """(line, rule) for every trigger offset that the rule wants once it sees
-    the ``ast`` statements around it (``Rule.wants_statement``)."""
-    pairs = sorted(((offset, rule) for rule, offsets in triggered.items() for offset in offsets), key=itemgetter(0))
-    chains: dict[int, list] = {}
-    hits = []
-    line, previous = 1, 0
-    for offset, rule in pairs:
-        line += source.count("\n", previous, offset)  # newlines counted once
-        previous = offset
-        if rule.FILTERS_STATEMENTS:
-            if line not in chains:
-                chains[line] = index.chains_at(line)
-            if chains[line] and not any(rule.wants_statement(chain, source) for chain in chains[line]):
-                continue
-        hits.append((line, rule))
-    return hits
+def is_test_file(filename: Optional[str], names) -> bool:
+    """A test module: named like one (``test_*.py``, ``*_test.py``,
+    ``conftest.py``, under a ``tests`` directory) or importing a test
+    framework at module level."""
+    if filename:
+        parts = filename.replace("\\", "/").split("/")
+        base = parts[-1]
+        if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+            return True
+        if any(part in ("test", "tests", "testing") for part in parts[:-1]):
+            return True
+    return names.imports_any(("pytest", "unittest"))
 
 
 def _as_python_reads_it(source: str) -> str:

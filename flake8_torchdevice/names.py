@@ -28,14 +28,17 @@ def _root(qualified: str) -> str:
 class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
-    __slots__ = ("_aliases",)
+    __slots__ = ("_aliases", "_imported", "_classes")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
+        self._imported: set[str] = set()  # top-level packages imported at module level, any library
+        self._classes: dict[str, list[str]] = {}  # module-level class -> dotted bases
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
         """``import a.b.c`` binds ``a``; ``import a.b.c as x`` binds ``x``."""
+        self._imported.add(_root(module))
         if _root(module) not in TRACKED_ROOTS:
             if asname:
                 self.unbind(asname)
@@ -48,6 +51,8 @@ class NameResolver:
 
     def bind_from(self, module: str, name: str, asname: Optional[str], level: int = 0) -> None:
         local = asname or name
+        if not level:
+            self._imported.add(_root(module))
         if level or name == "*" or _root(module) not in TRACKED_ROOTS:
             self.unbind(local)
             return
@@ -80,12 +85,17 @@ class NameResolver:
         dotted = dotted_name(node)
         return self.resolve_dotted(dotted) if dotted else None
 
-    def local_names_for(self, qualified: str) -> list[str]:
-        """Local names bound exactly to ``qualified`` (used by fixers)."""
-        return [k for k, v in self._aliases.items() if v == qualified]
+    def local_bases(self, name: str) -> list[str]:
+        """The dotted bases of the module-level class ``name`` of this file."""
+        return self._classes.get(name, [])
 
-    def has_binding_under(self, prefix: str) -> bool:
-        return any(v == prefix or v.startswith(prefix + ".") for v in self._aliases.values())
+    def bind_class(self, name: str, bases: list[str]) -> None:
+        self._classes[name] = bases
+        self.unbind(name)
+
+    def imports_any(self, packages) -> bool:
+        """Was one of ``packages`` (top-level names) imported at module level?"""
+        return any(package in self._imported for package in packages)
 
 
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
@@ -115,26 +125,26 @@ def _dotted(expr: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def _module_level_statements(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
+def module_level_statements(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
     """Statements executed at module level, including those nested in
     ``if``/``try``/``with`` blocks (``try: import torch`` is common)."""
     for stmt in body:
         yield stmt
         if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.AsyncWith)):
-            yield from _module_level_statements(stmt.body)
-            yield from _module_level_statements(getattr(stmt, "orelse", []))
+            yield from module_level_statements(stmt.body)
+            yield from module_level_statements(getattr(stmt, "orelse", []))
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            yield from _module_level_statements(stmt.body)
+            yield from module_level_statements(stmt.body)
             for handler in stmt.handlers:
-                yield from _module_level_statements(handler.body)
-            yield from _module_level_statements(stmt.orelse)
-            yield from _module_level_statements(stmt.finalbody)
+                yield from module_level_statements(handler.body)
+            yield from module_level_statements(stmt.orelse)
+            yield from module_level_statements(stmt.finalbody)
 
 
 def resolver_from_ast(tree: ast.Module) -> NameResolver:
     """Seed a resolver from module-level imports, aliases and shadowing defs."""
     resolver = NameResolver()
-    for stmt in _module_level_statements(tree.body):
+    for stmt in module_level_statements(tree.body):
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 resolver.bind_import(alias.name, alias.asname)
@@ -147,7 +157,10 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
                 value = stmt.value
                 is_none = isinstance(value, ast.Constant) and value.value is None
                 resolver.bind_assignment(target.id, "None" if is_none else _dotted(value))
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(stmt, ast.ClassDef):
+            bases = [_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases]
+            resolver.bind_class(stmt.name, [b for b in bases if b])
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.unbind(stmt.name)
     return resolver
 

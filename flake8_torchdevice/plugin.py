@@ -27,11 +27,13 @@ class TorchDeviceChecker:
     version = __version__
     _enabled_opt_in: frozenset = frozenset()
 
-    def __init__(self, tree: ast.AST, lines: Sequence[str]) -> None:
+    def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str = "") -> None:
         # Join ``lines``: flake8 may be reading stdin or an editor buffer, so
-        # the file on disk (if any) is not what is being checked.
+        # the file on disk (if any) is not what is being checked; ``filename``
+        # is only its display name (is it a test?), never opened.
         self._tree = tree
         self._source = "".join(lines)
+        self._filename = filename
 
     @classmethod
     def add_options(cls, option_manager) -> None:
@@ -46,6 +48,6 @@ class TorchDeviceChecker:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         tree = self._tree if isinstance(self._tree, ast.Module) else None
         skipped = OPT_IN - self._enabled_opt_in
-        for violation in check_source(self._source, tree).violations:
+        for violation in check_source(self._source, tree, filename=self._filename).violations:
             if violation.code not in skipped:
                 yield violation.line, violation.col, violation.text(), type(self)

@@ -19,25 +19,29 @@ try:  # internal, but stable since LibCST 0.3; see _compute_positions
 except ImportError:  # pragma: no cover
     PositionProvidingCodegenState = None
 
-from .rules.base import Violation
+from .rule import Report, Violation
 
 
-def file_positions(module: cst.Module, reports, numbers: list[int], starts: list[int]) -> list[Violation]:
+def file_positions(
+    module: cst.Module, reports: list[Report], numbers: list[int], starts: list[int]
+) -> list[tuple[Violation, Report]]:
     """Violations at file positions: line ``i`` of ``module`` is line ``numbers[i - 1]``.
 
     Code generation (how LibCST computes positions) costs more than the
     parse, so only the top-level statements holding a report are generated,
     each on its own; ``starts`` (from the ``ast`` tree: the first line of each
-    kept top-level statement) says where each one begins.
+    kept top-level statement) says where each one begins. One violation per
+    (line, column, code), each with the report it came from.
     """
     last = len(numbers)
-    found = {}
+    found: dict = {}
     per_statement: dict = {}
     whole = len(starts) != len(module.body)  # defensive: then generate the whole module
-    for rule, node, message, index in reports:
+    for report in reports:
+        node = report.node
         # Most reports are made while their statement is walked; one made
         # later (e.g. in leave_Module) is looked up in the other statements.
-        for candidate in [-1] if whole else _statement_order(index, len(module.body)):
+        for candidate in [-1] if whole else _statement_order(report.statement, len(module.body)):
             if candidate not in per_statement:
                 per_statement[candidate] = _statement_positions(module, candidate, numbers, starts)
             offset, positions = per_statement[candidate]
@@ -46,8 +50,9 @@ def file_positions(module: cst.Module, reports, numbers: list[int], starts: list
         where = positions[node]
         start, end = where.start.line + offset, where.end.line + offset
         line, end_line = numbers[min(start, last) - 1], numbers[min(end, last) - 1]
-        key = (line, where.start.column, rule.CODE)
-        found.setdefault(key, Violation(rule.CODE, line, where.start.column, message, end_line, where.end.column))
+        key = (line, where.start.column, report.rule.CODE)
+        violation = Violation(report.rule.CODE, line, where.start.column, report.message, end_line, where.end.column)
+        found.setdefault(key, (violation, report))
     return [found[key] for key in sorted(found)]
 
 

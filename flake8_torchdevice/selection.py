@@ -1,33 +1,39 @@
-"""Choose the few statements of a file that LibCST has to parse.
+"""Choose the code of a file that LibCST has to parse, mechanically.
 
-LibCST parsing costs ~14x ``ast.parse`` and most of a real file cannot match
-any rule. Each rule names trigger offsets (cheap regex hits); we map them to
-the enclosing top-level statement -- or, for a class, the enclosing method --
-with the ``ast`` tree we already have, and parse only those lines
-(``compact``), keeping their columns and a map back to their line numbers.
+LibCST parsing costs ~14x ``ast.parse`` and most of a real file cannot hold
+a finding. The only knowledge used here is what rules declare (``NEEDS``
+words and ``SCOPE``) and what the shared analyses declare as context; no
+rule's logic is repeated. Units of code, from the ``ast`` tree:
+
+- a *member*: a top-level function, a member of a top-level class (nested
+  classes recursively), or a module-level statement;
+- a unit is kept when it holds a needed word (``words``) of a rule that can
+  report in this file; for ``FUNCTION`` scope, a word in module-level code
+  keeps all module-level code (it is one scope for data flow); for
+  ``CLASS`` scope, a word in a class keeps the whole top-level class;
+- context, always kept with them: the header and decorators of every
+  enclosing class (a def's decorators are part of it), and every
+  module-level and class-level statement holding a context word (guards,
+  early exits, ``pytestmark``: see ``analysis.guards.CONTEXT_WORDS``).
+
+``compact`` then joins the kept lines alone, keeping their columns and a
+map back to their line numbers.
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-# How much context a trigger needs around it.
-MEMBER = "member"  # the enclosing function; for methods, the method + class header
-TOPLEVEL = "toplevel"  # the whole enclosing top-level statement (e.g. a class)
-# As MEMBER, but a hit in plain module-level code (outside any def or class)
-# is dropped: for rules that only report inside functions, it saves parsing
-# all module-level code (e.g. torch's op tables full of factory calls).
-FUNCTION = "function"
-# As MEMBER, but a hit in module-level code keeps only its own statement: for
-# rules that judge one expression and need no module-level data flow.
-STATEMENT = "statement"
-# Module-level statements longer than this are parsed only for a hit inside
+from .rule import CLASS, STATEMENT
+
+# Module-level statements longer than this are parsed only for a word inside
 # them: flow-sensitive rules want the assignments around a module-level hit,
 # not giant literal tables (torch's 11,290-line ``op_db`` list took 290 MiB).
 LARGE_STATEMENT_LINES = 200
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def statement_start(stmt: ast.stmt) -> int:
@@ -36,144 +42,118 @@ def statement_start(stmt: ast.stmt) -> int:
     return min([stmt.lineno] + [d.lineno for d in decorators]) if decorators else stmt.lineno
 
 
+def _end(stmt: ast.stmt) -> int:
+    return stmt.end_lineno or stmt.lineno
+
+
 @dataclass
-class _Span:
+class _Member:
     start: int
     end: int  # inclusive
-    module_level: bool  # plain module code (not a def or class)
-    members: list  # for a class: see _members
-    header_end: int  # for a class: last line before its first body statement
-    defs: list  # for module-level code: (start, end) of defs/classes nested in if/try/with
+    header_end: int = 0  # a class: the last line before its first body statement
+    is_def: bool = False
+    members: list = field(default_factory=list)  # a class's body statements
+
+
+def _member(stmt: ast.stmt) -> _Member:
+    is_class = isinstance(stmt, ast.ClassDef) and bool(stmt.body)
+    members = [_member(child) for child in stmt.body] if is_class else []
+    header_end = max(stmt.lineno, members[0].start - 1) if members else 0
+    return _Member(statement_start(stmt), _end(stmt), header_end, isinstance(stmt, _DEFS), members)
 
 
 class StatementIndex:
-    """Line spans of top-level statements, and of the members of top-level classes."""
+    """Line spans of top-level statements and of the members of classes."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self._body = tree.body
-        self.spans: list[_Span] = []
-        for stmt in tree.body:
-            members: list = []
-            header_end = stmt.lineno
-            if isinstance(stmt, ast.ClassDef) and stmt.body:
-                members = _members(stmt)
-                header_end = max(stmt.lineno, members[0][0] - 1)
-            self.spans.append(
-                _Span(
-                    start=statement_start(stmt),
-                    end=stmt.end_lineno or stmt.lineno,
-                    module_level=not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)),
-                    members=members,
-                    header_end=header_end,
-                    defs=[] if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                    else list(_nested_defs(stmt)),
-                )
-            )
-        self._starts = [s.start for s in self.spans]
+        self.top = [_member(stmt) for stmt in tree.body]
+        self._starts = [m.start for m in self.top]
 
-    def _span_at(self, line: int):
+    def top_at(self, line: int):
         i = bisect.bisect_right(self._starts, line) - 1
-        if i >= 0 and line <= self.spans[i].end:
-            return self.spans[i]
+        if i >= 0 and line <= self.top[i].end:
+            return self.top[i]
         return None
 
-    def chains_at(self, line: int) -> list[list[ast.stmt]]:
-        """The statements enclosing ``line``, outermost first: one chain per
-        innermost statement (``a = 1; x.to(d)`` has two)."""
-        i = bisect.bisect_right(self._starts, line) - 1
-        if i < 0 or line > self.spans[i].end:
-            return []
-        chains: list[list[ast.stmt]] = []
-        _descend(self._body[i], line, [], chains)
-        return chains
-
-    def lines_to_keep(self, hits: Iterable[tuple[int, str]]) -> set[int]:
-        """``hits`` are (line, scope) pairs; returns the 1-based lines to parse."""
-        keep: set[int] = set()
-        want_module_code = False
-        for line, scope in hits:
-            span = self._span_at(line)
-            if span is None:
-                continue
-            if span.module_level:
-                if scope == FUNCTION and _member_at(span.defs, line) is None:
-                    continue
-                want_module_code = want_module_code or scope != STATEMENT
-                keep.update(range(span.start, span.end + 1))
-                continue
-            if scope != TOPLEVEL and span.members and _keep_member(keep, span.members, line):
-                keep.update(range(span.start, span.header_end + 1))
-                continue
-            keep.update(range(span.start, span.end + 1))
-        if want_module_code:
-            # Module-level code is one scope: flow-sensitive rules need all of it.
-            for span in self.spans:
-                if span.module_level and span.end - span.start < LARGE_STATEMENT_LINES:
-                    keep.update(range(span.start, span.end + 1))
-        return keep
+    def starts(self) -> list[int]:
+        return list(self._starts)
 
 
-def _descend(stmt: ast.stmt, line: int, outer: list, chains: list) -> None:
-    chain = outer + [stmt]
-    found = len(chains)
-    for body in _bodies(stmt):
-        for child in body:
-            if statement_start(child) <= line <= (child.end_lineno or child.lineno):
-                _descend(child, line, chain, chains)
-    if len(chains) == found:
-        chains.append(chain)
+@dataclass(frozen=True)
+class Hit:
+    line: int
+    scope: str  # a rule's SCOPE, or CONTEXT for a context word
+    rule: object = None
 
 
-def _bodies(stmt: ast.stmt) -> Iterable[list]:
-    """The statement lists nested in ``stmt`` (``match`` cases and ``except``
-    handlers included)."""
-    for name in ("body", "orelse", "finalbody"):
-        body = getattr(stmt, name, None)
-        if body:
-            yield body
-    for holder in getattr(stmt, "handlers", ()) or getattr(stmt, "cases", ()):
-        yield holder.body
+CONTEXT = "context"
 
 
-def _nested_defs(stmt: ast.stmt) -> Iterable[tuple[int, int]]:
-    """Spans of defs/classes inside module-level ``if``/``try``/``with``/loops/``match``."""
-    for body in _bodies(stmt):
-        for child in body:
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                yield (statement_start(child), child.end_lineno or child.lineno)
+def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
+    """The 1-based lines to parse for ``hits`` (see the module doc)."""
+    keep: set[int] = set()
+    module_code = False
+    context: list[tuple[_Member, int]] = []
+    for hit in hits:
+        top = index.top_at(hit.line)
+        if top is None:
+            continue
+        if hit.scope == CONTEXT:
+            context.append((top, hit.line))
+        elif not top.is_def:
+            module_code = module_code or hit.scope != STATEMENT
+            _add(keep, top)
+        elif hit.scope == CLASS or not top.members:
+            _add(keep, top)
+        else:
+            _keep_member(keep, top, hit.line)
+    if module_code:
+        for top in index.top:
+            if not top.is_def and top.end - top.start < LARGE_STATEMENT_LINES:
+                _add(keep, top)
+    for top, line in context:
+        if not top.is_def:
+            if top.end - top.start < LARGE_STATEMENT_LINES:
+                _add(keep, top)
+        elif top.members and top.start in keep:  # a class already kept: its class-level guards
+            _keep_class_statement(keep, top, line)
+    return keep
+
+
+def _add(keep: set[int], member: _Member) -> None:
+    keep.update(range(member.start, member.end + 1))
+
+
+def _keep_member(keep: set[int], cls: _Member, line: int) -> None:
+    """Keep the innermost member of ``cls`` holding ``line``, and the headers
+    of the classes around it."""
+    keep.update(range(cls.start, cls.header_end + 1))
+    for member in cls.members:
+        if member.start <= line <= member.end:
+            if member.members:
+                _keep_member(keep, member, line)
             else:
-                yield from _nested_defs(child)
+                _add(keep, member)
+            return
+    # A word in the header (a decorator, a base): a class needs a body to
+    # parse, and its first member is one.
+    first = cls.members[0]
+    if first.members:
+        _keep_member(keep, first, first.start)
+    else:
+        _add(keep, first)
 
 
-def _members(cls: ast.ClassDef) -> list:
-    """(start, end, header_end, members) of each body statement; nested
-    classes carry their own members, so a hit in a method of a class nested
-    in a class (torch's 10k-line test classes) keeps that method only."""
-    out = []
-    for member in cls.body:
-        nested = _members(member) if isinstance(member, ast.ClassDef) and member.body else []
-        header_end = max(member.lineno, nested[0][0] - 1) if nested else 0
-        out.append((statement_start(member), member.end_lineno or member.lineno, header_end, nested))
-    return out
-
-
-def _keep_member(keep: set, members: Sequence[tuple], line: int) -> bool:
-    """Add the innermost member holding ``line`` (and nested class headers)."""
-    for start, end, header_end, nested in members:
-        if start <= line <= end:
-            if nested and _keep_member(keep, nested, line):
-                keep.update(range(start, header_end + 1))
-            else:
-                keep.update(range(start, end + 1))
-            return True
-    return False
-
-
-def _member_at(members: Sequence[tuple[int, int]], line: int):
-    for start, end in members:
-        if start <= line <= end:
-            return (start, end)
-    return None
+def _keep_class_statement(keep: set[int], cls: _Member, line: int) -> None:
+    """A context word in a kept class: keep the class-level statement (not a
+    def) holding it."""
+    for member in cls.members:
+        if member.start <= line <= member.end:
+            if member.members and member.start in keep:
+                _keep_class_statement(keep, member, line)
+            elif not member.is_def and member.end - member.start < LARGE_STATEMENT_LINES:
+                _add(keep, member)
+            return
 
 
 def compact(lines: Sequence[str], keep: set[int]) -> tuple[str, list[int]]:

@@ -9,7 +9,7 @@ import pytest
 
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.names import resolver_from_ast, update_from_cst
-from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
+from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
 from flake8_torchdevice.selection import (
     FUNCTION,
     LARGE_STATEMENT_LINES,

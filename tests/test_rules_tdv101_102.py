@@ -10,8 +10,8 @@ import pytest
 from fixture_cases import FIXTURES
 from rule_support import parse_everything
 from flake8_torchdevice.engine import check_source
-from flake8_torchdevice.rules.cuda_mix import CudaMixedWithToDevice
-from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
+from flake8_torchdevice.rules.tdv101 import CudaMixedWithToDevice
+from flake8_torchdevice.rules.tdv102 import DiscardedTensorMove
 
 RULES = (CudaMixedWithToDevice, DiscardedTensorMove)
 
@@ -274,7 +274,7 @@ def test_tdv102_message_names_the_fix():
 
 
 def test_tdv102_trigger_skips_lambda_bodies_but_not_clauses():
-    from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
+    from flake8_torchdevice.rules.tdv102 import DiscardedTensorMove
 
     lam = "ops = [dict(op=lambda x, *args: x.to(*args))]\n"
     clause = "import torch\nx = torch.ones(2)\nif flag: x.to('meta')\nif f(lambda: 0): x.to('meta')\n"

@@ -22,9 +22,9 @@ from fixture_cases import FIXTURES
 from rule_support import parse_everything
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import RULES_BY_CODE
-from flake8_torchdevice.rules.ordinals import _trigger_offsets
+from flake8_torchdevice.rules.tdv401 import _trigger_offsets
 from flake8_torchdevice.rules.triggers import in_comment as _in_comment
-from flake8_torchdevice.rules.wrap_order import WRAPPERS
+from flake8_torchdevice.rules.tdv301 import WRAPPERS
 
 CODES = ("TDV301", "TDV401", "TDV402")
 RULES = [RULES_BY_CODE[code] for code in CODES]

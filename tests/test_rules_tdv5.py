@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from flake8_torchdevice.engine import check_source
-from flake8_torchdevice.rules.factories import FactorySpelling, call_is_placed, closing_paren
-from flake8_torchdevice.rules.factory_device import FactoryWithoutDevice
-from flake8_torchdevice.rules.tensor_state import TensorStateNotRegistered
+from flake8_torchdevice.analysis.vocabulary import FactorySpelling, call_is_placed, closing_paren
+from flake8_torchdevice.rules.tdv502 import FactoryWithoutDevice
+from flake8_torchdevice.rules.tdv501 import TensorStateNotRegistered
 from rule_support import parse_everything
 
 ROOT = Path(__file__).resolve().parent.parent

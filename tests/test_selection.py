@@ -16,13 +16,13 @@ import pytest
 from fixture_cases import FIXTURES
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import ALL_RULES
-from flake8_torchdevice.rules.cuda_mix import CudaMixedWithToDevice
-from flake8_torchdevice.rules.discarded_move import DiscardedTensorMove
-from flake8_torchdevice.rules.factory_device import FactoryWithoutDevice
-from flake8_torchdevice.rules.load import TorchLoadWithoutMapLocation
-from flake8_torchdevice.rules.ordinals import HardCodedCudaOrdinal
+from flake8_torchdevice.rules.tdv101 import CudaMixedWithToDevice
+from flake8_torchdevice.rules.tdv102 import DiscardedTensorMove
+from flake8_torchdevice.rules.tdv502 import FactoryWithoutDevice
+from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
+from flake8_torchdevice.rules.tdv401 import HardCodedCudaOrdinal
 from flake8_torchdevice.rules.triggers import aliases, in_doctest
-from flake8_torchdevice.rules.wrap_order import WrapBeforePlacement
+from flake8_torchdevice.rules.tdv301 import WrapBeforePlacement
 from flake8_torchdevice.selection import StatementIndex
 from rule_support import parse_everything
 

@@ -10,24 +10,15 @@ unknown are left alone: precision beats recall.
 
 from __future__ import annotations
 
-import ast
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 from .._lazy import cst
 from ..names import full_name
 
-from .base import Rule
+from ..rule import Fix, Rule
 
 _MOVES = ("to", "cuda", "cpu")
-_MOVE_CALL = re.compile(r"\.(?:to|cuda|cpu)\s*\(")
-# What may precede ``name.to(`` on its line in an expression statement:
-# nothing, or a ``;``/``:`` ending the previous statement or clause header,
-# then optional parentheses: ``(x.to(d))`` is a statement too.
-_STATEMENT_HEAD = re.compile(r"(?:^|[;:])[ \t(]*[A-Za-z_]\w*[ \t]*$", re.M)
-# ...but not the colon of a lambda: ``op=lambda x, *a: x.to(*a)`` (torch's op
-# tables) is an expression, and would drag an 11k-line statement into the parse.
-_LAMBDA_HEAD = re.compile(r"\blambda\b[^:]*:[ \t(]*[A-Za-z_]\w*[ \t]*$")
 
 # torch functions that always return a tensor.
 _FACTORIES = frozenset(
@@ -69,26 +60,7 @@ class DiscardedTensorMove(Rule):
     )
     FIX = "safe"
 
-    @classmethod
-    def trigger_offsets(cls, source: str) -> Iterable[int]:
-        offsets = []
-        for match in _MOVE_CALL.finditer(source):
-            start = match.start()
-            line_start = source.rfind("\n", 0, start) + 1
-            if _STATEMENT_HEAD.search(source, line_start, start) and not _LAMBDA_HEAD.search(
-                source, line_start, start
-            ):
-                offsets.append(start)
-        return offsets
-
-    @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
-        """Only an expression statement ``name.to(...)`` is reported (a hit
-        in a call's arguments or a condition is not)."""
-        stmt = chain[-1]
-        call = stmt.value if isinstance(stmt, ast.Expr) else None
-        func = call.func if isinstance(call, ast.Call) else None
-        return isinstance(func, ast.Attribute) and func.attr in _MOVES and isinstance(func.value, ast.Name)
+    NEEDS = {".to", ".cuda", ".cpu"}
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -146,7 +118,7 @@ class DiscardedTensorMove(Rule):
         if method == "cpu" and call.args:
             return
         if receiver.value in self._scopes[-1]:
-            self.report(call)
+            self.report(call, fix=Fix(_assigned, target=node))
 
     # -- helpers -----------------------------------------------------------------
     def _forget(self, target: cst.BaseExpression) -> None:
@@ -249,3 +221,9 @@ def _loop_tensor_targets(target: cst.BaseExpression, iterable: cst.BaseExpressio
         # ``.to()`` works in place (transformers' BatchEncoding): not proven.
         return []
     return _target_names(target)
+
+
+def _assigned(statement: cst.Expr) -> cst.Assign:
+    """``x.to(d)`` -> ``x = x.to(d)``, keeping a ``;`` after it."""
+    name = statement.value.func.value.value
+    return cst.Assign([cst.AssignTarget(cst.Name(name))], statement.value, semicolon=statement.semicolon)

@@ -14,32 +14,14 @@ which addresses a given GPU on purpose.
 
 from __future__ import annotations
 
-import ast
 import re
-from functools import lru_cache
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Union
 
 from .._lazy import cst
+from ..analysis.code import code_of
+from ..analysis.guards import is_test_code
+from ..rule import STATEMENT, Rule
 
-from ..selection import STATEMENT
-from .base import Rule, code_of
-from .triggers import aliases, in_comment, in_doctest, per_source, word_matches
-
-# Between tokens a call may hold spaces, newlines, comments, continuation
-# backslashes and parentheses: the trigger must never miss a reported case.
-# A comment runs to its newline, so "# ## ###" has one parse only (``#[^\n]*``
-# alone backtracks exponentially over a line of many "#").
-_GAP = r"(?:[\s(\\]|#[^\n]*(?:\n|$))*"
-_CALLEES = ("cuda", "to", "device", "set_device")
-# Only these can be called through an alias (``from torch.cuda import
-# set_device as sd``): ``cuda``/``to`` count as methods (``x.cuda(1)``) only.
-_ALIASABLE = ("device", "set_device")
-# Each scan starts with one literal (a leading \b or alternation is ~10-50x
-# slower, see triggers.py). "cuda:1" (the rule checks the literal's raw text,
-# so no escapes) and torch.device("cuda", 1):
-_CUDA_SCAN = re.compile(rf"cuda(?::\d|['\"]{_GAP},{_GAP}(?:index{_GAP}={_GAP})?\d)")
-# device=1, index=1 (after a word boundary):
-_DEVICE_SCAN, _INDEX_SCAN = (re.compile(rf"{word}{_GAP}={_GAP}\d") for word in ("device", "index"))
 # A string whose whole raw text is a cuda ordinal: 'cuda:1', r"cuda:1", '''cuda:0'''.
 _CUDA_STRING = re.compile(r"[rRuU]?('''|\"\"\"|'|\")cuda:(\d+)\1")
 _CUDA_TEXT = re.compile(r"cuda:(\d+)")
@@ -47,55 +29,8 @@ _CUDA_TEXT = re.compile(r"cuda:(\d+)")
 # skip_if_lt_x_gpu(2), requires_multi_gpu, num_gpus / n_gpu / gpu_count.
 _GUARD_WORDS = r"device_count|multi_?gpu|multi_?device|gpu_?count|\bn(?:um)?_?gpus?\b|_x_gpu|\bgpus?\s*[<>]"
 _MULTI_GPU_GUARD = re.compile(_GUARD_WORDS, re.I)
-# A file with multi-GPU tests: its private helpers (``_test_device_maps``,
-# ``_return_gpu_tensor_list``) are called from those tests. Only run on
-# files whose trigger hit, so the slow ``^`` scan is rare.
-_GUARD_DECORATOR = re.compile(rf"^[ \t]*@[^\n]*?(?:{_GUARD_WORDS})", re.I | re.M)
 _TORCH_DEVICE = "torch.device"
 _CUDA_DEVICE_SETTERS = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
-
-
-@lru_cache(maxsize=64)
-def _call_scan(callee: str) -> re.Pattern:
-    return re.compile(rf"{re.escape(callee)}[\s\\]*\({_GAP}\d")  # cuda(1, .to( 1, sd(1
-
-
-@per_source  # TDV401 and TDV402 share it
-def _trigger_offsets(source: str) -> list[int]:
-    # Both string forms are reported only where the string is exactly "cuda:N"
-    # or "cuda": a quote comes right before (``"worker1/cuda:0"`` is text).
-    offsets = [m.start() for m in _CUDA_SCAN.finditer(source) if source[m.start() - 1:m.start()] in "'\""]
-    callees = set(_CALLEES) | aliases(source, _ALIASABLE)
-    scans = (_DEVICE_SCAN,) + tuple(_call_scan(callee) for callee in sorted(callees))
-    if "cuda'" in source or 'cuda"' in source:  # index=N counts only in torch.device("cuda", ...)
-        scans += (_INDEX_SCAN,)
-    for scan in scans:
-        offsets.extend(m.start() for m in word_matches(scan, source))
-    # A hit in a comment would make the engine parse the code around it for
-    # nothing (in module-level code: all of it, 17k lines in one torch file).
-    return sorted(offset for offset in offsets if not in_comment(source, offset) and not in_doctest(source, offset))
-
-
-def _guards_multi_gpu(stmt: ast.stmt, source: str) -> bool:
-    """The ``ast`` side of the visitor's frames: a def or class that makes all
-    code inside it multi-GPU code (a guard decorator, a guard-like name, a
-    private helper of a multi-GPU test file). ``if`` guards are left to the
-    visitor."""
-    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return False
-    if any(_MULTI_GPU_GUARD.search(ast.unparse(d)) for d in stmt.decorator_list):
-        return True
-    return not isinstance(stmt, ast.ClassDef) and _guard_name(stmt.name, source)
-
-
-def _guard_name(name: str, source: str) -> bool:
-    """A function named like a guard, or a private helper of a multi-GPU test file."""
-    return bool(_MULTI_GPU_GUARD.search(name)) or (name.startswith("_") and _is_multi_gpu_file(source))
-
-
-@per_source
-def _is_multi_gpu_file(source: str) -> bool:
-    return bool(_GUARD_DECORATOR.search(source))
 
 
 def _int_arg(call: cst.Call, position: Optional[int], keyword: str) -> Optional[cst.Integer]:
@@ -116,8 +51,39 @@ def _int_arg(call: cst.Call, position: Optional[int], keyword: str) -> Optional[
 
 
 def _is_cuda_type(arg: Optional[cst.Arg]) -> bool:
-    value = arg.value if arg is not None else None
-    return isinstance(value, cst.SimpleString) and value.raw_value == "cuda" and "b" not in value.prefix.lower()
+    return arg is not None and _literal_text(arg.value) == "cuda"
+
+
+def _literal_text(node: cst.CSTNode) -> Optional[str]:
+    """The exact text of a str literal without expressions: a plain string,
+    an f-string of text alone, or a joined literal of those (``"cu" "da"``);
+    None for bytes and anything computed."""
+    if isinstance(node, cst.SimpleString):
+        return None if "b" in node.prefix.lower() else node.raw_value
+    if isinstance(node, cst.FormattedString):
+        return node.parts[0].value if len(node.parts) == 1 and isinstance(node.parts[0], cst.FormattedStringText) else (
+            "" if not node.parts else None
+        )
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _speaks_of_multi_gpu(expr: cst.CSTNode) -> bool:
+    """A multi-GPU guard in ``expr``'s code or in its joined string literals
+    (``@mark("multi" "_gpu")``)."""
+    if _MULTI_GPU_GUARD.search(code_of(expr)):
+        return True
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.ConcatenatedString):
+            text = _literal_text(node)
+            if text is not None and _MULTI_GPU_GUARD.search(text):
+                return True
+        stack.extend(node.children)
+    return False
 
 
 def _torch_device_ordinal(call: cst.Call) -> Optional[cst.Integer]:
@@ -133,7 +99,7 @@ def _torch_device_ordinal(call: cst.Call) -> Optional[cst.Integer]:
     return index.value if index is not None and isinstance(index.value, cst.Integer) else None
 
 
-class _HardCodedOrdinal(Rule):
+class HardCodedOrdinal(Rule):
     """Shared visitor; subclasses choose the ordinals they report."""
 
     FIX = "none"
@@ -141,18 +107,8 @@ class _HardCodedOrdinal(Rule):
     # data flow (torch's _torch_docs.py parsed 14,028 of 14,520 lines without this).
     SCOPE = STATEMENT
 
-    @classmethod
-    def trigger_offsets(cls, source: str) -> Iterable[int]:
-        return _trigger_offsets(source)
-
-    @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
-        # A docstring or other bare string is text (``visit_Expr``); an
-        # f-string is not dropped: its expressions are code.
-        stmt = chain[-1]
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            return False
-        return not any(_guards_multi_gpu(node, source) for node in chain)
+    # "cuda:1", f"cuda:1", .cuda(1), .to(1), torch.device(1), set_device(1), device=1.
+    NEEDS = {"cuda", ".to", "device", "set_device"}
 
     @staticmethod
     def wants(ordinal: int) -> bool:
@@ -171,8 +127,13 @@ class _HardCodedOrdinal(Rule):
             self._not_a_choice.add(id(node.value))
 
     def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> None:
-        # "cuda:1" "0" is not the string "cuda:1"; a docstring's parts are text too.
+        # Judged as one string ("cu" "da:1" is "cuda:1"; "cuda:1" "0" is not),
+        # never part by part.
         self._not_a_choice.update((id(node.left), id(node.right)))
+        text = _literal_text(node)
+        match = _CUDA_TEXT.fullmatch(text) if text is not None else None
+        if match:
+            self._consider(node, int(match.group(1)))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         for element in node.elements:
@@ -193,12 +154,13 @@ class _HardCodedOrdinal(Rule):
 
     # -- multi-GPU guards --------------------------------------------------
     def _push_frame(self, decorators) -> None:
-        said = any(_MULTI_GPU_GUARD.search(code_of(d.decorator)) for d in decorators)
+        said = any(_speaks_of_multi_gpu(d.decorator) for d in decorators)
         self._guarded.append(self._guarded[-1] or said)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._push_frame(node.decorators)
-        if _guard_name(node.name.value, self.context.source):
+        name = node.name.value
+        if _MULTI_GPU_GUARD.search(name) or is_test_code(name, self.context.is_test):  # a guard-like helper
             self._guarded[-1] = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -213,7 +175,7 @@ class _HardCodedOrdinal(Rule):
     def _guard_test(self, test: cst.BaseExpression) -> None:
         # A guard covers its branches and, as an early exit
         # (``if device_count() < 2: skip``), the rest of the function.
-        if not self._guarded[-1] and _MULTI_GPU_GUARD.search(code_of(test)):
+        if not self._guarded[-1] and _speaks_of_multi_gpu(test):
             self._guarded[-1] = True
 
     def visit_If(self, node: cst.If) -> None:
@@ -232,10 +194,10 @@ class _HardCodedOrdinal(Rule):
             self._consider(node, int(match.group(2)))
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
-        if len(node.parts) == 1 and isinstance(node.parts[0], cst.FormattedStringText):
-            match = _CUDA_TEXT.fullmatch(node.parts[0].value)
-            if match:
-                self._consider(node, int(match.group(1)))
+        text = _literal_text(node)
+        match = _CUDA_TEXT.fullmatch(text) if text is not None else None
+        if match:
+            self._consider(node, int(match.group(1)))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -259,7 +221,7 @@ class _HardCodedOrdinal(Rule):
             return _int_arg(call, 0, "device")
         return _int_arg(call, None, "device")  # torch.zeros(2, device=1)
 
-    def _consider(self, node: Union[cst.SimpleString, cst.FormattedString, cst.Integer], ordinal) -> None:
+    def _consider(self, node: Union[cst.BaseString, cst.Integer], ordinal) -> None:
         if not isinstance(ordinal, int) or not self.wants(ordinal):
             return
         if self._checks or self._guarded[-1] or id(node) in self._not_a_choice:
@@ -267,7 +229,7 @@ class _HardCodedOrdinal(Rule):
         self.report(node, self.MESSAGE)
 
 
-class HardCodedCudaOrdinal(_HardCodedOrdinal):
+class HardCodedCudaOrdinal(HardCodedOrdinal):
     CODE = "TDV401"
     NAME = "hard-coded-cuda-ordinal"
     SUMMARY = 'a literal CUDA ordinal >= 1 (`"cuda:1"`, `.cuda(1)`, `set_device(1)`, `device=1`)'
@@ -279,18 +241,3 @@ class HardCodedCudaOrdinal(_HardCodedOrdinal):
     @staticmethod
     def wants(ordinal: int) -> bool:
         return ordinal >= 1
-
-
-class HardCodedCudaZero(_HardCodedOrdinal):
-    CODE = "TDV402"
-    NAME = "hard-coded-cuda-zero"
-    SUMMARY = 'a literal CUDA ordinal 0 (`"cuda:0"`, `.cuda(0)`, `device=0`)'
-    MESSAGE = (
-        'hard-coded CUDA device 0 puts every process on the first GPU; use "cuda" (the '
-        "current device) or a device taken from configuration or LOCAL_RANK"
-    )
-    DEFAULT_ENABLED = False
-
-    @staticmethod
-    def wants(ordinal: int) -> bool:
-        return ordinal == 0

@@ -12,26 +12,21 @@ statements in source order, one kind per local name.
 
 from __future__ import annotations
 
-import ast
-import re
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 from .._lazy import cst
-
-from ..selection import FUNCTION
-from .base import Rule, code_of
-from .function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function, may_see_inputs
-from .factories import (
+from ..analysis.code import code_of
+from ..analysis.function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function
+from ..analysis.vocabulary import (
     DATA_FACTORIES,
-    QUALIFIED_FACTORIES,
+    FACTORY_NAMES,
     MOVED_OR_CONVERTED,
-    call_is_placed,
-    closing_paren,
-    outside_strings,
-    spelled_factory_calls,
+    QUALIFIED_FACTORIES,
     factory_name,
     maybe_zero_dim,
+    passes_device,
 )
+from ..rule import Rule
 
 # Kinds: ("T", root_param) for input-derived values, ("C", call, zero_dim) for
 # a fresh CPU factory tensor, None for anything else (scalars, unknown).
@@ -85,8 +80,6 @@ GROWS_DIMS = frozenset(
 )
 # Keywords that carry tensor operands (dim=, k=, generator= ... do not).
 TENSOR_KEYWORDS = frozenset("input other index src source mask value values indices tensor tensors condition".split())
-_KEYWORD_BEFORE = re.compile(r"[(,]\s*(\w+)\s*=\s*\Z")
-_ARG_END = re.compile(r"\s*[,)]")
 # Members that only a tensor has (not device/dtype/to/cuda: modules and
 # accelerators have those too): reading one says the value is a tensor.
 TENSOR_MEMBERS = frozenset(
@@ -113,24 +106,7 @@ class FactoryWithoutDevice(Rule):
         "{factory}() without device= makes a CPU tensor, and it meets {root} (an input) in an "
         "operation that needs one device; pass device={root}.device"
     )
-    SCOPE = FUNCTION  # reports only inside functions: module-level hits need no parse
-
-    @classmethod
-    def trigger_offsets(cls, source: str) -> Iterable[int]:
-        if "torch" not in source:
-            return ()
-        calls = {m.start(): m for m in spelled_factory_calls(source)[1]}
-        return [
-            start
-            for start in outside_strings(source, sorted(calls))
-            if not call_is_placed(source, calls[start].end() - 1)
-            and not _option_value(source, start, calls[start].end() - 1)
-        ]
-
-    @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
-        # Every value the rule follows starts at a parameter.
-        return may_see_inputs(chain)
+    NEEDS = FACTORY_NAMES
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -502,10 +478,9 @@ class FactoryWithoutDevice(Rule):
             evident = [r for r in roots if r in group.evidence and r not in group.cpu_bound]
             if not evident:
                 continue  # maybe a number (rank, scale): precision first
-            func = code_of(call.func)
-            if call_is_placed(_call_text(call), len(func)):
-                continue  # the trigger dropped it on the same test: stay consistent
-            self.report(call, self.MESSAGE.format(factory=func, root=evident[0]))
+            if passes_device(call):
+                continue
+            self.report(call, self.MESSAGE.format(factory=code_of(call.func), root=evident[0]))
 
 
 class _Group:
@@ -523,18 +498,6 @@ def _roots(kinds: list) -> tuple:
     for kind in kinds:
         roots.extend(r for r in kind[1] if r not in roots)
     return tuple(roots)
-
-
-def _option_value(source: str, start: int, open_index: int) -> bool:
-    """``f(..., default=torch.zeros(3), ...)``: the whole value of a keyword that
-    is no tensor operand (see TENSOR_KEYWORDS). Such a value only reaches the
-    callee, never an operation this rule models, so the visitor cannot report
-    it either (torchmetrics' add_state defaults are all of this form)."""
-    before = _KEYWORD_BEFORE.search(source, max(0, start - 120), start)
-    if before is None or before.group(1) in TENSOR_KEYWORDS:
-        return False
-    close = closing_paren(source, open_index)
-    return close is not None and _ARG_END.match(source, close + 1) is not None
 
 
 def _is_data_class(node: cst.ClassDef) -> bool:
@@ -599,20 +562,8 @@ def _tensor_arg(arg: cst.Arg) -> bool:
     return arg.keyword is None or arg.keyword.value in TENSOR_KEYWORDS
 
 
-def _call_text(call: cst.Call) -> str:
-    return code_of(call.with_changes(lpar=(), rpar=()))
-
-
 def _is(kind, tag: str) -> bool:
     return kind is not None and kind[0] == tag
-
-
-def _first_tensor(kinds: list):
-    for tag in ("T", "C"):
-        for kind in kinds:
-            if _is(kind, tag):
-                return kind
-    return None
 
 
 def _decorator_name(decorator: cst.Decorator) -> Optional[str]:

@@ -8,16 +8,12 @@ that it rebinds to something else, is fine.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Optional
 
 from .._lazy import cst
-
-from ..selection import MEMBER
-from .base import Rule
-from .factories import FACTORY_NAMES, factory_name, maybe_zero_dim, outside_strings, spelled_factory_calls
-from .triggers import word_matches
+from ..analysis.vocabulary import FACTORY_NAMES, factory_name, maybe_zero_dim
+from ..rule import CLASS, Rule
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 METRIC_BASES = frozenset({"torchmetrics.Metric", "torchmetrics.metric.Metric"})
@@ -39,10 +35,6 @@ CHAIN_KEEPS = frozenset(
     uniform_ normal_ requires_grad_ cumsum flip""".split()
 )
 
-_CLASS = re.compile(r"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)", re.M)
-# After a \b (checked by word_matches: a leading \b is ~20x slower in the regex).
-_SELF_ASSIGN = re.compile(r"self\.(\w+)\s*(?::[^=\n]*)?=(?!=)\s*(?:\(\s*)?([\w.]*?)(\w+)\s*\(")
-_OVERRIDE = re.compile(r"def\s+(?:_apply|to|cuda|_to)\s*\(")  # after \b
 
 
 @dataclass
@@ -79,38 +71,14 @@ class TensorStateNotRegistered(Rule):
         "tensor attribute self.{attr} does not follow metric.to(device); "
         'register it: self.add_state("{attr}", default=..., dist_reduce_fx=...)'
     )
-    SCOPE = MEMBER  # with offsets in every method that mentions the attribute
-
-    @classmethod
-    def trigger_offsets(cls, source: str) -> Iterable[int]:
-        """The ``self.a = torch.zeros(...)`` lines, every method that mentions
-        such an attribute (its uses decide), and ``_apply``/``to`` overrides:
-        the class minus the methods that cannot matter."""
-        if "self." not in source:
-            return ()
-        spelling, calls = spelled_factory_calls(source)
-        if not calls:  # no factory call: no candidate
-            return ()
-        found, attrs = [], set()
-        for match in word_matches(_SELF_ASSIGN, source):
-            prefix, name = match.group(2), match.group(3)
-            if (name in spelling.bare) if not prefix else (name in FACTORY_NAMES and prefix[:-1] in spelling.modules):
-                found.append(match.start())
-                attrs.add(match.group(1))
-        found = outside_strings(source, found)
-        if not found:
-            return ()
-        uses = re.compile(r"self\.(?:%s)\b" % "|".join(sorted(attrs)))
-        found.extend(m.start() for m in word_matches(uses, source))
-        found.extend(m.start() for m in word_matches(_OVERRIDE, source))
-        return found
+    NEEDS = FACTORY_NAMES
+    SCOPE = CLASS  # every method's uses of the attribute decide
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._classes: list[_ClassInfo] = []
         self._methods: list[Optional[_Method]] = []  # None marks a class body
         self._safe: dict[int, str] = {}  # id(self.attr node) -> use kind
-        self._local_bases: Optional[dict] = None
 
     # -- classes ------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -159,18 +127,12 @@ class TensorStateNotRegistered(Rule):
         return None
 
     def _local_kind(self, name: str, seen: set) -> Optional[str]:
-        """Kind of a class defined in this file, from its bases' text."""
-        if self._local_bases is None:
-            self._local_bases = {}
-            for cls_name, bases in _CLASS.findall(self.context.source):
-                self._local_bases.setdefault(cls_name, []).extend(b.strip(" \t\r\n()") for b in bases.split(","))
-        if name in seen or name not in self._local_bases:
+        """Kind of a class defined in this file, from its bases."""
+        if name in seen:
             return None
         seen.add(name)
-        for base in self._local_bases[name]:
-            if not base or "=" in base:
-                continue
-            qualified = self.names.resolve_dotted(base.split("[", 1)[0])
+        for base in self.names.local_bases(name):
+            qualified = self.names.resolve_dotted(base)
             kind = _kind_of_qualified(qualified) if qualified else self._local_kind(base, seen)
             if kind:
                 return kind

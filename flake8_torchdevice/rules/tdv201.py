@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Optional
 
 from .._lazy import cst
+from ..fixes import edit
 from ..names import full_name
-
-from .base import Rule, is_none
-from .triggers import in_doctest, torch_call_offsets
+from ..rule import Fix, Rule, is_none
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
-_TORCH_LOAD_MODULES = ("torch", "serialization")  # the modules whose ``.load`` counts
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -24,6 +22,7 @@ class TorchLoadWithoutMapLocation(Rule):
         'checkpoint was saved on; pass map_location="cpu" or map_location=device'
     )
     FIX = "safe"
+    NEEDS = {"load"}
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -31,13 +30,6 @@ class TorchLoadWithoutMapLocation(Rule):
         # them back in the same process (a round trip, common in tests) cannot
         # meet a missing device.
         self._saved: list[set[str]] = [set()]
-
-    @classmethod
-    def trigger_offsets(cls, source: str) -> Iterable[int]:
-        if "torch" not in source:
-            return ()
-        offsets = torch_call_offsets(source, "load", _TORCH_LOAD_MODULES)
-        return [offset for offset in offsets if not in_doctest(source, offset)]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.append(set())
@@ -53,7 +45,7 @@ class TorchLoadWithoutMapLocation(Rule):
                 self._saved[-1].add(target)
         elif name in TORCH_LOADS and not has_map_location(node):
             if _file_argument(node, position=0) not in self._saved[-1]:
-                self.report(node)
+                self.report(node, fix=_cpu_map_location(node))
 
 
 def _file_argument(call: cst.Call, position: int) -> Optional[str]:
@@ -81,3 +73,21 @@ def has_map_location(call: cst.Call) -> bool:
         elif arg.keyword.value == "map_location":
             return not is_none(arg.value)
     return False
+
+
+def _cpu_map_location(call: cst.Call) -> Optional[Fix]:
+    """``map_location="cpu"`` added, or an explicit ``None`` replaced; no fix
+    for ``torch.load()`` without arguments (it fails anyway)."""
+    return Fix(_with_cpu) if call.args else None
+
+
+def _with_cpu(call: cst.Call) -> cst.Call:
+    args = list(call.args)
+    positional = [i for i, arg in enumerate(args) if arg.keyword is None]
+    given = [i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == "map_location"]
+    index = given[0] if given else positional[1] if len(positional) >= 2 else None
+    cpu = cst.SimpleString(edit.CPU)
+    if index is not None:  # map_location=None, by keyword or position
+        args[index] = args[index].with_changes(value=cpu)
+        return call.with_changes(args=args)
+    return edit.add_argument(call, edit.keyword("map_location", cpu))

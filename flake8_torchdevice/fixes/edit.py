@@ -1,50 +1,36 @@
-"""TDV201 fix: ``torch.load(p)`` -> ``torch.load(p, map_location="cpu")``.
+"""Format-preserving edits that fixes share: LibCST nodes in, nodes out.
 
-An explicit ``map_location=None`` (keyword or second positional) gets its
-value replaced instead. A multi-line call gets the new argument on its own
-line, indented like the first argument.
+A new argument goes where the call's own layout puts it: one argument per
+line stays one per line, a trailing comma stays, a comment after the old
+last argument stays on its line.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from .._lazy import cst
 
-import libcst as cst
-
-CODE = "TDV201"
-_CPU = cst.SimpleString('"cpu"')
+CPU = '"cpu"'
 
 
-def fix(node: cst.CSTNode, context, where) -> Optional[cst.CSTNode]:
-    if not isinstance(node, cst.Call) or any(arg.star for arg in node.args):
-        return None
-    args = list(node.args)
-    positional = [i for i, arg in enumerate(args) if arg.keyword is None]
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == "map_location":
-            return _replace_none(node, args, i)
-    if len(positional) >= 2:
-        return _replace_none(node, args, positional[1])
-    if not args:
-        return None
-    return node.with_changes(args=_append(node, args))
-
-
-def _replace_none(node: cst.Call, args: list, index: int) -> Optional[cst.Call]:
-    value = args[index].value
-    if not (isinstance(value, cst.Name) and value.value == "None"):
-        return None  # a real map_location: nothing to fix
-    args[index] = args[index].with_changes(value=_CPU)
-    return node.with_changes(args=args)
-
-
-def _append(node: cst.Call, args: list) -> list:
-    last = args[-1]
-    new = cst.Arg(
-        keyword=cst.Name("map_location"),
-        value=_CPU,
+def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` without spaces around ``=``."""
+    return cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
         equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
     )
+
+
+def add_argument(call: cst.Call, new: cst.Arg) -> cst.Call:
+    """``call`` with ``new`` appended after its last argument."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new])
+    return call.with_changes(args=_append(call, args, new))
+
+
+def _append(node: cst.Call, args: list, new: cst.Arg) -> list:
+    last = args[-1]
     separator = _separator(node, args)
     if isinstance(last.comma, cst.Comma):
         # Trailing comma: the new argument inherits it (and what follows it,

@@ -17,15 +17,13 @@ a GPU: ``device_ids=``/``output_device=``, or a move of the wrapper itself
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 from .._lazy import cst
-
-from .base import Rule, code_of, is_none
-from .triggers import call_sites
+from ..analysis.code import code_of
+from ..rule import Rule, is_none
 
 _DP = "DataParallel"
 _DDP = "DistributedDataParallel"
@@ -51,8 +49,8 @@ NEUTRAL = frozenset(
 READERS = frozenset({"print", "isinstance", "hasattr", "getattr", "len", "repr", "str", "type", "id"})
 # An argument that names a device hands the module its placement: Net(device=d).
 _DEVICE_WORD = re.compile(r"device|cuda|gpu|rank", re.I)
-# Files that change where new modules are created at all.
-_DEFAULT_DEVICE = re.compile(r"set_default_device|set_default_tensor_type")
+# Calls that change where new modules are created at all, in the whole file.
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 
 UNPLACED, PLACED, UNKNOWN = "unplaced", "placed", "unknown"
 
@@ -89,48 +87,6 @@ def _wrapped(call: cst.Call) -> Optional[cst.BaseExpression]:
     return first.value if first is not None and first.keyword is None and not first.star else None
 
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # each has its own frame
-
-
-def _ast_wrapped(call: ast.Call) -> Optional[ast.expr]:
-    """``_wrapped`` on the ``ast`` side: the ``module=`` or first positional argument."""
-    for keyword in call.keywords:
-        if keyword.arg == "module":
-            return keyword.value
-    first = call.args[0] if call.args else None
-    return None if first is None or isinstance(first, ast.Starred) else first
-
-
-def _ast_maybe_construction(expr: ast.expr) -> bool:
-    """May ``_placement`` call ``expr`` unplaced? ``Net(...)`` (CapWords),
-    possibly with neutral calls chained, or ``deepcopy`` of such a value."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in NEUTRAL:
-        expr = expr.func.value
-    if not isinstance(expr, ast.Call):
-        return False
-    func = expr.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    if name == "deepcopy":
-        return True
-    return name[:1].isupper()
-
-
-def _locally_bound(scope: ast.AST) -> set[str]:
-    """Names assigned somewhere in ``scope`` a construction or another name:
-    the only ways a name becomes unplaced."""
-    bound = set()
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        if isinstance(value, ast.Name) or _ast_maybe_construction(value):
-            bound.update(t.id for t in targets if isinstance(t, ast.Name))
-    return bound
-
-
 def _names_a_gpu(call: cst.Call) -> bool:
     """``device_ids=``/``output_device=`` given (by keyword or position) and not None."""
     positional = 0
@@ -155,37 +111,17 @@ class WrapBeforePlacement(Rule):
         "yet; move the module first (module.to(device)), then wrap it"
     )
 
-    @classmethod
-    def trigger_offsets(cls, source: str) -> Iterable[int]:
-        # Every spelling (alias, module path) has "DataParallel" somewhere in the file.
-        if "DataParallel" not in source or _DEFAULT_DEVICE.search(source):
-            return ()
-        return call_sites(source, (_DP, _DDP))
-
-    @classmethod
-    def wants_statement(cls, chain: Sequence[ast.stmt], source: str) -> bool:
-        """Only a module that may be unplaced is reported: some call in the
-        statement must wrap a construction (``DDP(Net())``) or a name that its
-        function binds (``m = Net()``). Module-level code is always kept."""
-        scope = next((s for s in reversed(chain) if isinstance(s, _SCOPES)), None)
-        if scope is None:
-            return True
-        bound = None
-        for node in ast.walk(chain[-1]):
-            wrapped = _ast_wrapped(node) if isinstance(node, ast.Call) else None
-            if isinstance(wrapped, ast.Name):
-                bound = _locally_bound(scope) if bound is None else bound
-                if wrapped.id in bound:
-                    return True
-            elif wrapped is not None and _ast_maybe_construction(wrapped):
-                return True
-        return False
+    NEEDS = {"DataParallel", "DistributedDataParallel"}
+    # A default device set anywhere in the file places every new module.
+    READS = {"set_default_device", "set_default_tensor_type"}
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._frames = [_Frame()]
         self._moved_results: set = set()  # ids of calls whose result is moved: DDP(m).cuda()
         self._waiting: dict = {}  # id(DDP call) -> call, unplaced module, no GPU sign yet
+        self._found: list = []  # (call, message, statement), reported unless a default device is set
+        self._default_device = False
 
     # -- frames and blocks ---------------------------------------------------
     @property
@@ -292,6 +228,8 @@ class WrapBeforePlacement(Rule):
     # -- calls ---------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self.names.qualify(func) in DEFAULT_DEVICE_SETTERS:
+            self._default_device = True
         method = _method(node)
         if method in MOVES:
             if isinstance(func.value, cst.Call):
@@ -325,4 +263,10 @@ class WrapBeforePlacement(Rule):
             self._waiting[id(call)] = call
 
     def _report(self, call: cst.Call, wrapper: str) -> None:
-        self.report(call, self.MESSAGE.replace("DataParallel/DistributedDataParallel", wrapper))
+        message = self.MESSAGE.replace("DataParallel/DistributedDataParallel", wrapper)
+        self._found.append((call, message, self.context.statement))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self._default_device:
+            for call, message, statement in self._found:
+                self.report(call, message, statement=statement)

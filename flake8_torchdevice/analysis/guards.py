@@ -22,14 +22,16 @@ from typing import Iterator, Optional
 from .._lazy import cst
 
 from ..names import NameResolver, full_name
+from .code import string_value
 
 # Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
 _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
-# Decorator words that make a decorator a skip/only marker.
-_SKIP_WORD = re.compile(r"skip|only|requir|need", re.I)
-# A test module that skips tests without a GPU: ``@skip_if_no_gpu``,
-# ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@requires_cuda``.
-_CUDA_GATED_TESTS = re.compile(r"@\s*[\w.]*(?:skip|requires?|only)\w*(?:\([^\n]*)?(?:cuda|gpu)", re.I)
+# Words of the module-level and class-level statements that guard what
+# follows (early exits, skips, marks, a chosen GPU): the engine always parses
+# the statements holding them, so that every rule sees its file's guards.
+CONTEXT_WORDS = frozenset(
+    "exit quit _exit skip skipTest SkipTest skipif skipIf importorskip pytestmark raise set_device".split()
+)
 # Calls that end the current block (``pytest.skip``, ``sys.exit``, ``self.skipTest``).
 _EXIT_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|exit|quit|_exit|fail)$")
 
@@ -43,16 +45,8 @@ def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(current.children)
 
 
-def _string_value(node: cst.CSTNode) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        return node.raw_value
-    if isinstance(node, cst.FormattedString):
-        return "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
-    return None
-
-
 def _is_cuda_string(node: cst.CSTNode) -> bool:
-    value = _string_value(node)
+    value = string_value(node)
     return value is not None and value.startswith("cuda")
 
 
@@ -109,21 +103,41 @@ def ends_block(body: cst.BaseSuite) -> bool:
 
 
 def is_cuda_skip_decorator(decorator: cst.Decorator) -> bool:
-    """``@unittest.skipIf(not torch.cuda.is_available(), ...)``,
-    ``@pytest.mark.skipif(...cuda...)``, ``@onlyCUDA``, ``@requires_gpu()``,
-    ``@pytest.mark.cuda`` -- but not ``@pytest.mark.parametrize("d", ["cpu", "cuda"])``."""
+    """A decorator or mark whose name or arguments speak of CUDA or a GPU:
+    ``@unittest.skipIf(not torch.cuda.is_available(), ...)``, ``@onlyCUDA``,
+    ``@RunIf(min_cuda_gpus=2)``, ``@pytest.mark.gpu``, ``@requires_cuda`` --
+    every project spells its own. A parametrization counts only through the
+    marks of its cases (``pytest.param("cuda", marks=RunIf(...))``): a plain
+    ``@parametrize("d", ["cpu", "cuda"])`` runs the CPU case too."""
     expr = decorator.decorator
     dotted = full_name(expr.func if isinstance(expr, cst.Call) else expr) or ""
-    if ".mark." in dotted and _CUDA_WORD.search(dotted.rpartition(".")[2]):
-        return True
-    names, texts = [], []
+    if "parametri" in dotted.rpartition(".")[2].lower():
+        return any(
+            isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "marks"
+            and speaks_of_cuda(node.value)
+            for node in _subtree(expr)
+        )
+    return speaks_of_cuda(expr)
+
+
+def speaks_of_cuda(expr: cst.CSTNode) -> bool:
+    """Does a name or string in ``expr`` say cuda or gpu?"""
     for node in _subtree(expr):
         if isinstance(node, cst.Name):
-            names.append(node.value)
-        elif isinstance(node, (cst.SimpleString, cst.FormattedStringText)):
-            texts.append(node.value)
-    skips = any(_SKIP_WORD.search(name) for name in names)
-    return skips and any(_CUDA_WORD.search(text) for text in names + texts)
+            if _CUDA_WORD.search(node.value):
+                return True
+        elif isinstance(node, (cst.SimpleString, cst.FormattedStringText)) and _CUDA_WORD.search(node.value):
+            return True
+    return False
+
+
+def is_test_code(function: str, in_test_file: bool) -> bool:
+    """Tests and their private helpers (``test_*``, ``_check_pair``) in a
+    test module: they run where the suite's own gates put them (a GPU job, a
+    skip decorator on the caller), so the device they name is deliberate.
+    Public functions of a test module are code like any other."""
+    private = function.startswith("_") and not function.startswith("__")
+    return in_test_file and (function.startswith("test") or private)
 
 
 @dataclass
@@ -197,20 +211,8 @@ class CudaGuards:
         self._push(
             node.name.value == "cuda"
             or any(is_cuda_skip_decorator(d) for d in node.decorators)
-            or self._is_gated_test_helper(node.name.value)
+            or is_test_code(node.name.value, self.context.is_test)
         )
-
-    def _is_gated_test_helper(self, name: str) -> bool:
-        """Tests and private helpers (``test_*``, ``_test_*``, ``_helper``) of a
-        module whose tests skip without a GPU: the helpers are called from those
-        gated tests (11 of 12 findings in torch's and detectron2's test code),
-        so their ``.cuda()`` is deliberate. Public non-test functions still count."""
-        if not (name.startswith("test") or (name.startswith("_") and not name.startswith("__"))):
-            return False
-        gated = getattr(self, "_gated_module", None)
-        if gated is None:
-            gated = self._gated_module = bool(_CUDA_GATED_TESTS.search(self.context.source))
-        return gated
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._pop()

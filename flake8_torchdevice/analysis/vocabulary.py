@@ -1,0 +1,83 @@
+"""The torch vocabulary every rule shares: tensor factories and their reading.
+
+A factory creates a new tensor on the default device (the CPU) unless it is
+given ``device=``. ``*_like`` factories and ``Tensor.new_*`` methods inherit
+the device of their input and are deliberately absent.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .._lazy import cst
+from .code import code_of
+
+# torch.<name>(...) creates a CPU tensor without device=.
+FACTORY_NAMES = frozenset(
+    """zeros ones empty full tensor as_tensor asarray arange range linspace logspace
+    eye rand randn randint randperm from_numpy empty_strided scalar_tensor
+    tril_indices triu_indices frombuffer Tensor FloatTensor DoubleTensor HalfTensor
+    BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor""".split()
+)
+QUALIFIED_FACTORIES = frozenset(f"torch.{name}" for name in FACTORY_NAMES)
+# These copy their data argument, and keep its device when it is a tensor.
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+# Methods that move a tensor (or leave no tensor) right after it is made.
+MOVED_OR_CONVERTED = frozenset({"to", "type_as", "cuda", "item", "tolist"})
+
+def passes_device(call: "cst.Call") -> bool:
+    """Does the factory call choose its device? ``device=`` or ``out=``, a
+    ``**kwargs`` that may carry either, or any argument that speaks of a
+    device (``torch.zeros(n, **like(x.device))``): then it is no CPU tensor
+    for sure, and rules stay silent."""
+    for arg in call.args:
+        if arg.star == "**" or (arg.keyword is not None and arg.keyword.value in ("device", "out")):
+            return True
+    return any("device" in code_of(arg) for arg in call.args)
+
+
+def factory_name(names, call: cst.Call) -> Optional[str]:
+    """``torch.zeros`` etc. if ``call`` is a torch factory call, else None."""
+    func = call.func
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    if not isinstance(func, cst.Name):
+        return None  # torch.zeros(3).float: the resolver would read it as torch.zeros.float
+    qualified = names.qualify(call.func)
+    return qualified if qualified in QUALIFIED_FACTORIES else None
+
+
+def is_zero_dim(qualified: str, call: cst.Call) -> bool:
+    """A factory call that surely makes a 0-dim tensor: ``torch.tensor(1.0)``,
+    ``torch.zeros(())``, ``torch.full((), v)``, ``torch.scalar_tensor(v)``."""
+    if qualified == "torch.scalar_tensor":
+        return True
+    if not call.args or call.args[0].keyword is not None:
+        return False
+    first = call.args[0].value
+    if qualified in DATA_FACTORIES:
+        return _is_scalar_literal(first)
+    if qualified in {"torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn"}:
+        return isinstance(first, (cst.Tuple, cst.List)) and not first.elements
+    return False
+
+
+def maybe_zero_dim(qualified: str, call: cst.Call) -> bool:
+    """0-dim, or data whose shape we cannot see (``torch.tensor(scale)``,
+    ``torch.tensor(cfg.WEIGHT)``): precision first, both count as 0-dim."""
+    if qualified in DATA_FACTORIES and call.args and call.args[0].keyword is None:
+        data = call.args[0].value
+        return not isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp))
+    return is_zero_dim(qualified, call)
+
+
+def _is_scalar_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in {"True", "False"}
+    if isinstance(expr, cst.UnaryOperation):
+        return _is_scalar_literal(expr.expression)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+        return expr.func.value in {"float", "int", "bool"}  # float("inf")
+    return False
