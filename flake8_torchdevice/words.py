@@ -5,7 +5,9 @@ a word is an identifier, matched whole anywhere (code, strings, comments),
 or, written with a leading dot, an attribute name (``.to``: a ``to`` that
 follows a dot, across spaces, backslash continuations and comments). It
 may over-match (a word in a comment costs a little parsing), never
-under-match: that is what makes skipping code without the words safe.
+under-match: that is what makes skipping code without the words safe. A
+word split across joined string literals (``"cud" "a:1"`` is ``"cuda:1"``)
+counts too, across blanks and line breaks (not across a comment).
 """
 
 from __future__ import annotations
@@ -16,11 +18,43 @@ from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
+# Where two string literals meet: a closing quote, blanks or a line break, an
+# optional prefix, an opening quote.
+_JUNCTION = re.compile(r"""["'][ \t]*(?:\\?\n[ \t]*)?[rRuUfFbB]{0,2}["']""")
 
 
 def identifiers(source: str) -> frozenset[str]:
-    """Every identifier-like word of ``source`` (one C-level scan)."""
-    return frozenset(_IDENTIFIER.findall(source))
+    """Every identifier-like word of ``source`` (one C-level scan), and the
+    words that joined string literals spell across their parts."""
+    found = set(_IDENTIFIER.findall(source))
+    found.update(word for _, word in joined_words(source))
+    return frozenset(found)
+
+
+def joined_words(source: str) -> list[tuple[int, str]]:
+    """(offset, word) for each word spelled across joined literals."""
+    out = []
+    previous_end, start, word = -1, 0, ""
+    for match in _JUNCTION.finditer(source):
+        before, after = match.start(), match.end()
+        if not (before and _is_word_char(source[before - 1]) and after < len(source) and _is_word_char(source[after])):
+            continue
+        head = before
+        while head and _is_word_char(source[head - 1]):
+            head -= 1
+        tail = after
+        while tail < len(source) and _is_word_char(source[tail]):
+            tail += 1
+        if before == previous_end:  # a chain: "c" "u" "da"
+            word += source[after:tail]
+        else:
+            if word:
+                out.append((start, word))
+            start, word = head, source[head:before] + source[after:tail]
+        previous_end = tail
+    if word:
+        out.append((start, word))
+    return [(offset, word) for offset, word in out if word[:1].isalpha() or word[:1] == "_"]
 
 
 def bare(word: str) -> str:
@@ -48,6 +82,8 @@ def offsets(source: str, word: str) -> Iterator[int]:
         if attribute and not _after_dot(source, start):
             continue
         yield start
+    if not attribute:  # strings hold no attributes
+        yield from (offset for offset, joined in joined_words(source) if joined == name)
 
 
 def _after_dot(source: str, start: int) -> bool:

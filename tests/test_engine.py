@@ -10,15 +10,14 @@ import pytest
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.names import resolver_from_ast, update_from_cst
 from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
-from flake8_torchdevice.selection import (
-    FUNCTION,
-    LARGE_STATEMENT_LINES,
-    MEMBER,
-    STATEMENT,
-    TOPLEVEL,
-    StatementIndex,
-    compact,
-)
+from flake8_torchdevice.rule import CLASS, FUNCTION, STATEMENT
+from flake8_torchdevice.selection import CONTEXT, LARGE_STATEMENT_LINES, Hit, StatementIndex, compact, lines_to_keep
+
+MEMBER = FUNCTION  # a hit in a function keeps that function (or method) alone
+
+
+def keep_for(source: str, *hits: tuple[int, str]) -> set:
+    return lines_to_keep(StatementIndex(ast.parse(source)), [Hit(line, scope) for line, scope in hits])
 
 
 def _qualify(source: str, expr: str):
@@ -84,7 +83,7 @@ def helper():
 def test_member_scope_keeps_only_the_method_and_its_class_header():
     index = StatementIndex(ast.parse(SOURCE))
     hit = SOURCE.splitlines().index("        return torch.load(path)") + 1
-    keep = index.lines_to_keep([(hit, MEMBER)])
+    keep = lines_to_keep(index, [Hit(hit, MEMBER)])
     kept_text, numbers = compact(SOURCE.split("\n"), keep)
     assert "class Model(torch.nn.Module):" in kept_text
     assert "@staticmethod" in kept_text and "return torch.load(path)" in kept_text
@@ -97,13 +96,13 @@ def test_member_scope_keeps_only_the_method_and_its_class_header():
 def test_toplevel_scope_keeps_the_whole_class():
     index = StatementIndex(ast.parse(SOURCE))
     hit = SOURCE.splitlines().index("        return torch.load(path)") + 1
-    kept_text, _ = compact(SOURCE.split("\n"), index.lines_to_keep([(hit, TOPLEVEL)]))
+    kept_text, _ = compact(SOURCE.split("\n"), lines_to_keep(index, [Hit(hit, CLASS)]))
     assert "def forward" in kept_text and "def helper" not in kept_text
 
 
 def test_module_level_hit_keeps_all_module_level_code():
     source = "import torch\nmodel = 1\ndef f():\n    pass\nstate = torch.load('x')\n"
-    keep = StatementIndex(ast.parse(source)).lines_to_keep([(5, MEMBER)])
+    keep = keep_for(source, (5, MEMBER))
     assert keep == {1, 2, 5}
 
 
@@ -111,10 +110,10 @@ def test_module_level_hit_skips_huge_statements_without_a_hit():
     table = "TABLE = [\n" + "    1,\n" * LARGE_STATEMENT_LINES + "]\n"
     source = "import torch\n" + table + "model = torch.load('x')\n"
     hit = source.count("\n")  # the last line
-    keep = StatementIndex(ast.parse(source)).lines_to_keep([(hit, MEMBER)])
+    keep = keep_for(source, (hit, MEMBER))
     assert keep == {1, hit}
     # ...but a hit inside the huge statement keeps it.
-    keep = StatementIndex(ast.parse(source)).lines_to_keep([(3, MEMBER)])
+    keep = keep_for(source, (3, MEMBER))
     assert set(range(2, hit)) <= keep
 
 
@@ -124,9 +123,15 @@ def test_reports_land_on_original_positions_after_pruning():
     assert SOURCE.splitlines()[13][15:].startswith("torch.load(")
 
 
-def test_file_without_trigger_is_not_parsed_at_all():
-    # Invalid syntax everywhere: if the engine parsed it, it would report an error.
-    assert check_source("def (:\n", rules=[TorchLoadWithoutMapLocation]).error is None
+def test_file_without_needed_words_is_never_given_to_libcst(monkeypatch):
+    from flake8_torchdevice import engine
+
+    monkeypatch.setattr(engine, "_analyse", lambda *args: pytest.fail("LibCST stage reached"))
+    assert check_source("import torch\nx = torch.save(1, 'a')\n", rules=[TorchLoadWithoutMapLocation]).violations == []
+
+
+def test_a_syntax_error_is_reported_for_every_file_even_without_torch():
+    assert check_source("def (:\n", rules=[TorchLoadWithoutMapLocation]).error.startswith("syntax error at line 1")
 
 
 def test_syntax_error_is_a_message_not_an_exception():
@@ -171,7 +176,7 @@ class Outer:
 
 def test_member_scope_descends_into_nested_classes():
     hit = NESTED.splitlines().index('            return torch.load("a")') + 1
-    keep = StatementIndex(ast.parse(NESTED)).lines_to_keep([(hit, MEMBER)])
+    keep = keep_for(NESTED, (hit, MEMBER))
     text, _ = compact(NESTED.split("\n"), keep)
     assert "class Outer:" in text and "class Inner(torch.nn.Module):" in text and "def first" in text
     assert "def second" not in text and "def outer_method" not in text
@@ -181,8 +186,8 @@ def test_member_scope_descends_into_nested_classes():
 
 def test_statement_scope_keeps_only_the_module_level_statement():
     source = "import torch\nA = 1\nx = 'cuda:1'\nB = 2\n"
-    assert StatementIndex(ast.parse(source)).lines_to_keep([(3, STATEMENT)]) == {3}
-    assert StatementIndex(ast.parse(source)).lines_to_keep([(3, MEMBER)]) == {1, 2, 3, 4}
+    assert keep_for(source, (3, STATEMENT)) == {3}
+    assert keep_for(source, (3, MEMBER)) == {1, 2, 3, 4}
 
 
 def test_reports_made_after_the_walk_keep_their_own_statement(monkeypatch):
@@ -207,14 +212,43 @@ def test_reports_made_after_the_walk_keep_their_own_statement(monkeypatch):
 
 
 @pytest.mark.parametrize("block", ["if FLAG:", "try:", "match MODE:\n    case 1:"])
-def test_function_scope_keeps_defs_nested_in_module_level_blocks(block):
-    """A def under a module-level ``if``/``try``/``match`` is a function: a
-    FUNCTION-scope hit in it keeps it; one in plain module code does not."""
+def test_defs_nested_in_module_level_blocks_are_module_code(block):
+    """A def under a module-level ``if``/``try``/``match`` belongs to that
+    statement: a hit in it keeps the statement, and (module code being one
+    scope for data flow) all small module-level statements."""
     head = block + "\n"
     indent = " " * (4 * head.count(":"))
     tail = "except ImportError:\n    pass\n" if block == "try:" else ""
     source = head + f"{indent}def f(x):\n{indent}    return x\n" + tail + "y = 1\n"
-    index = StatementIndex(ast.parse(source))
     body_line = head.count("\n") + 2
-    assert body_line in index.lines_to_keep([(body_line, FUNCTION)])
-    assert index.lines_to_keep([(source.count("\n"), FUNCTION)]) == set()
+    everything = set(range(1, source.count("\n") + 1))
+    assert keep_for(source, (body_line, FUNCTION)) == everything
+    assert keep_for(source, (source.count("\n"), STATEMENT)) == {source.count("\n")}
+
+
+def test_a_word_in_a_class_header_keeps_the_header_and_a_body_to_parse():
+    source = "import torch\n@requires('cuda')\nclass T:\n    a = 1\n\n    def f(self):\n        return 2\n"
+    keep = keep_for(source, (2, STATEMENT))
+    text, _ = compact(source.split("\n"), keep)
+    assert keep == {2, 3, 4}
+    cst.parse_module(text)
+
+
+def test_context_words_keep_module_and_class_level_guards_only():
+    source = (
+        "import sys, torch\n"
+        "if torch.cuda.device_count() < 2:\n"
+        "    sys.exit(0)\n"
+        "class T:\n"
+        "    pytestmark = skip\n"
+        "    def f(self):\n"
+        "        return x.cuda()\n"
+        "    def g(self):\n"
+        "        sys.exit(1)\n"
+        "def h():\n"
+        "    quit()\n"
+    )
+    # A context word alone keeps module-level code, not functions or unkept classes...
+    assert keep_for(source, (3, CONTEXT), (5, CONTEXT), (9, CONTEXT), (11, CONTEXT)) == {2, 3}
+    # ...and the class-level statements of a class that is kept anyway.
+    assert keep_for(source, (7, STATEMENT), (5, CONTEXT), (9, CONTEXT)) == {4, 5, 6, 7}

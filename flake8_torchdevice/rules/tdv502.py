@@ -303,8 +303,9 @@ class FactoryWithoutDevice(Rule):
             self._kind(expr.left)
             self._kind(expr.right)
         elif isinstance(expr, (cst.Await, cst.Yield, cst.StarredElement)):
-            if isinstance(expr.value, cst.BaseExpression):
-                self._kind(expr.value)
+            inner = expr.expression if isinstance(expr, cst.Await) else expr.value
+            if isinstance(inner, cst.BaseExpression):
+                self._kind(inner)
         elif isinstance(expr, cst.Slice):
             for part in (expr.lower, expr.upper, expr.step):
                 if part is not None:
