@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
-_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_WORD = re.compile(r"\w+")
 # Where two string literals meet: a closing quote, blanks or a line break, an
 # optional prefix, an opening quote.
 _JUNCTION = re.compile(r"""["'][ \t]*(?:\\?\n[ \t]*)?[rRuUfFbB]{0,2}["']""")
@@ -26,7 +26,7 @@ _JUNCTION = re.compile(r"""["'][ \t]*(?:\\?\n[ \t]*)?[rRuUfFbB]{0,2}["']""")
 def identifiers(source: str) -> frozenset[str]:
     """Every identifier-like word of ``source`` (one C-level scan), and the
     words that joined string literals spell across their parts."""
-    found = set(_IDENTIFIER.findall(source))
+    found = {word for word in _WORD.findall(source) if not word[0].isdigit()}
     found.update(word for _, word in joined_words(source))
     return frozenset(found)
 

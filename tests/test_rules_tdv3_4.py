@@ -8,22 +8,16 @@ the opt-in behaviour of TDV402 through the real flake8 command.
 
 from __future__ import annotations
 
-import io
 import re
 import signal
 import time
-import tokenize
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from fixture_cases import FIXTURES
-from rule_support import parse_everything
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import RULES_BY_CODE
-from flake8_torchdevice.rules.tdv401 import _trigger_offsets
-from flake8_torchdevice.rules.triggers import in_comment as _in_comment
+from flake8_torchdevice import words
 from flake8_torchdevice.rules.tdv301 import WRAPPERS
 
 CODES = ("TDV301", "TDV401", "TDV402")
@@ -36,11 +30,8 @@ def found(source: str, rules=RULES) -> list[tuple[int, str]]:
     return [(v.line, v.code) for v in result.violations]
 
 
-FULL = [parse_everything(rule) for rule in RULES]
-
-
-def _positions(source: str, rules) -> list[tuple[int, int, str]]:
-    result = check_source(source, rules=rules, strict=True)
+def _positions(source: str, rules, full: bool = False) -> list[tuple[int, int, str]]:
+    result = check_source(source, rules=rules, full=full, strict=True)
     assert result.error is None, result.error
     return [(v.line, v.col, v.code) for v in result.violations]
 
@@ -163,7 +154,7 @@ def test_multi_gpu_guards_cover_their_code():
     assert found(source) == [(14, "TDV401")]
 
 
-# -- triggers: never hide a finding, stay linear --------------------------
+# -- selection: never hides a finding, stays linear ----------------------
 
 TRICKY = [
     'import torch\n# a comment line with "cuda:1" first\nx = torch.zeros(1).to(\n    # why\n    1)\n',
@@ -179,60 +170,26 @@ TRICKY = [
 
 
 @pytest.mark.parametrize("source", TRICKY)
-def test_triggered_run_equals_full_parse_on_tricky_sources(source):
-    expected = _positions(source, FULL)
+def test_selective_run_equals_full_parse_on_tricky_sources(source):
+    expected = _positions(source, RULES, full=True)
     assert expected, "each tricky source has a finding"
     assert _positions(source, RULES) == expected
 
 
-def _my_fixtures():
-    return sorted(p for code in CODES for p in (FIXTURES / code).glob("*.py"))
-
-
-@pytest.mark.parametrize("path", _my_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_triggered_run_equals_full_parse_on_fixtures(path):
-    source = path.read_text(encoding="utf-8")
-    if "set_default_device" in source:  # TDV301 skips such files on purpose
-        return
-    assert _positions(source, RULES) == _positions(source, FULL)
-
-
-FRAGMENTS = ["x = ", '"cuda:1"', "'#'", "# c ", '"""', "'''", "\\\n", "\n", "(", ")", ", ", '"a#b"', "'", '"', "\\"]
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(FRAGMENTS), max_size=14))
-def test_in_comment_is_true_only_outside_code(parts):
-    source = "".join(parts) + "\n"
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return  # not Python: nothing to compare with
-    line_starts = [0] + [m.end() for m in re.finditer("\n", source)]
-    # Not code: a comment, or the text of a string (a "#" line inside a
-    # multi-line string looks like a comment, and no rule reports there).
-    text = [
-        (line_starts[t.start[0] - 1] + t.start[1], line_starts[t.end[0] - 1] + t.end[1])
-        for t in tokens
-        if t.type in (tokenize.COMMENT, tokenize.STRING)
-    ]
-    for offset in range(len(source)):
-        if _in_comment(source, offset):
-            assert any(start <= offset <= end for start, end in text), (source, offset)
-
-
 @pytest.mark.parametrize("head", ["x.to(  #", "device  #", "torch.device('cuda'  #", "pick(  #"])
-def test_trigger_scan_is_linear_on_long_comment_runs(head):
+def test_word_scan_is_linear_on_long_comment_runs(head):
     source = "from torch.cuda import set_device as pick\n" + head + "# #" * 3000 + "\n"
 
     def too_slow(signum, frame):
-        raise TimeoutError("trigger scan backtracks")
+        raise TimeoutError("word scan backtracks")
 
     previous = signal.signal(signal.SIGALRM, too_slow)  # an exponential scan would never return
     signal.setitimer(signal.ITIMER_REAL, 5.0)
     try:
         started = time.perf_counter()
-        _trigger_offsets(source)
+        for word in (".to", "device", "cuda", "pick"):
+            list(words.offsets(source, word))
+        words.identifiers(source)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

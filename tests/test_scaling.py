@@ -1,7 +1,8 @@
 """Speed work that must not change results, and the scaling check.
 
-- The fast text scans (one literal first, word boundaries checked in Python)
-  find what the plain regexes they replace find.
+- The word scan (one literal first, word boundaries checked in Python) finds
+  what a plain ``\b`` regex finds, and every attribute name that Python's
+  tokenizer sees after a dot.
 - Parsing only the kept lines still reports at the file's own positions.
 - Time per line stays flat as a file grows (no quadratic step): a ratio of
   CPU times in one process, with a bound loose enough for a loaded machine
@@ -21,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flake8_torchdevice.engine import check_source
-from flake8_torchdevice.rules.triggers import _alias_finder, aliases, call_offsets, word_matches
+from flake8_torchdevice import words
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,27 +34,33 @@ texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 @settings(max_examples=300, deadline=None)
 @given(texts)
-def test_word_matches_equals_a_leading_word_boundary(text):
-    fast = [(m.start(), m.end()) for m in word_matches(re.compile(r"self\.\w+"), text)]
-    slow = [(m.start(), m.end()) for m in re.finditer(r"\bself\.\w+", text)]
-    assert fast == slow
+def test_word_offsets_equal_a_word_boundary_regex(text):
+    for word in ("load", "self", "torch"):
+        fast = [o for o in words.offsets(text, word)]
+        slow = [m.start() for m in re.finditer(rf"\b{word}\b", text)]
+        assert fast == slow
+        assert (word in words.identifiers(text)) == bool(slow)
 
 
-@settings(max_examples=300, deadline=None)
-@given(texts)
-def test_aliases_find_what_the_reference_regex_finds(text):
-    names = ("load", "torch")
-    reference = {a or b for a, b in _alias_finder(names).findall(text)}
-    assert reference <= aliases(text, names)
+ATTRIBUTE_PIECES = ["x", "load", ".", " ", "\\\n", "(", ")", "#c\n", "\n", "to", "f"]
 
 
-@settings(max_examples=300, deadline=None)
-@given(texts)
-def test_call_offsets_cover_the_alternation(text):
-    names = ("load", "torch")
-    every = sorted(set(names) | aliases(text, names))
-    alternation = re.compile(r"(?:%s)\s*\(" % "|".join(map(re.escape, every)))
-    assert {m.start() for m in alternation.finditer(text)} <= set(call_offsets(text, names))
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(ATTRIBUTE_PIECES), max_size=16).map("".join))
+def test_attribute_words_cover_every_attribute_the_tokenizer_sees(text):
+    import io
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    significant = [t for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
+    for before, token in zip(significant, significant[1:]):
+        if before.string == "." and token.type == tokenize.NAME:
+            offset = starts[token.start[0] - 1] + token.start[1]
+            assert offset in set(words.offsets(text, "." + token.string)), (text, offset)
 
 
 POSITIONS = '''\
