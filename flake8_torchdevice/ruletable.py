@@ -1,10 +1,12 @@
-"""The README's rule table, generated from the rule classes so it cannot drift.
-
-Regenerate with ``python -m flake8_torchdevice.ruletable --write``.
+"""Everything derived from the rule classes, so it cannot drift: the README's
+rule table and each rule's page ``docs/rules/TDVnnn.md`` (its class docstring,
+under a title). Regenerate both with ``python -m flake8_torchdevice.ruletable
+--write``; the tests fail when either is stale.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -26,6 +28,25 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def page(rule) -> str:
+    """The rule's page: a title, then its class docstring (in Ruff's shape)."""
+    body = inspect.cleandoc(rule.__doc__ or "")
+    default = "on by default" if rule.DEFAULT_ENABLED else "off by default (opt-in)"
+    return f"# {rule.CODE}: {rule.NAME}\n\n*{rule.SUMMARY}* -- {default}; fix: {rule.FIX}.\n\n{body}\n"
+
+
+def page_for(code: str) -> str:
+    from .rules import RULES_BY_CODE
+
+    return page(RULES_BY_CODE[code])
+
+
+def write_pages(docs: Path) -> None:
+    docs.mkdir(parents=True, exist_ok=True)
+    for rule in ALL_RULES:
+        (docs / f"{rule.CODE}.md").write_text(page(rule), encoding="utf-8")
+
+
 def with_table(readme: str) -> str:
     head, _, rest = readme.partition(START)
     _, _, tail = rest.partition(END)
@@ -38,6 +59,7 @@ def main(argv: list[str]) -> int:
     updated = with_table(text)
     if "--write" in argv:
         path.write_text(updated, encoding="utf-8")
+        write_pages(path.parent / "docs" / "rules")
         return 0
     print(table())
     return 0

@@ -17,13 +17,14 @@ SECTIONS = [
     "## Example",
     "## Use instead",
     "## Fix safety",
+    "## When it does not report",
     "## The error torch raises",
 ]
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.CODE)
 def test_rule_page_has_every_section_in_order(rule):
-    text = (DOCS / f"{rule.CODE}.md").read_text(encoding="utf-8")
+    text = ruletable.page(rule)
     assert text.startswith(f"# {rule.CODE}: {rule.NAME}\n")
     positions = [text.find(section) for section in SECTIONS]
     assert all(p >= 0 for p in positions), [s for s, p in zip(SECTIONS, positions) if p < 0]
@@ -38,8 +39,15 @@ def test_rule_metadata_is_complete(rule):
     assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.NAME)
     assert rule.SUMMARY and rule.MESSAGE
     assert rule.FIX in {"safe", "unsafe", "none"}
-    fix_section = (DOCS / f"{rule.CODE}.md").read_text(encoding="utf-8").split("## Fix safety", 1)[1]
+    fix_section = ruletable.page(rule).split("## Fix safety", 1)[1]
     assert rule.FIX.capitalize() in fix_section or (rule.FIX == "none" and "No fix" in fix_section)
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.CODE)
+def test_rule_page_is_generated_from_the_rule_docstring(rule):
+    assert (DOCS / f"{rule.CODE}.md").read_text(encoding="utf-8") == ruletable.page(rule), (
+        "run: python -m flake8_torchdevice.ruletable --write"
+    )
 
 
 def test_no_page_for_a_code_that_does_not_exist():

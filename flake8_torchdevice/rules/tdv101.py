@@ -14,6 +14,100 @@ _DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|meta|hpu|npu|mtia|ipu|priv
 
 
 class CudaMixedWithToDevice(CudaGuards, Rule):
+    r"""## What it does
+    Flags each `<expr>.cuda(...)` call in a module that also places things with a
+    device-style `.to(...)`: a `.to()` whose first positional argument or `device=` keyword
+    is a device — a `torch.device(...)` call, a device string (`"cuda"`, `"cpu"`, `"cuda:0"`,
+    `"mps"`, `f"cuda:{rank}"`, ...), or a name or attribute whose last part is `device`,
+    `dev`, or ends in `_device` / `device_` (`device`, `args.device`, `self.target_device`).
+    `.to(torch.float16)`, `.to(dtype=...)`, `.to(memory_format=...)` and `.to(other_tensor)`
+    do not choose a device and do not count. A module that only ever uses `.cuda()` is
+    consistent and is not flagged.
+
+    A `.cuda()` is not flagged where the code has already made sure CUDA is there:
+
+    - inside an `if` or conditional expression whose test checks for CUDA:
+      `torch.cuda.is_available()`, `torch.cuda.device_count()`, `<x>.is_cuda`,
+      `<x>.device.type == "cuda"`, `device == "cuda"`, or a flag whose name says `cuda` or
+      `gpu` (`use_cuda`, `args.cuda`, `args.gpu`);
+    - after an early `return`, `raise`, `continue`, `pytest.skip()`, `self.skipTest()` or
+      `sys.exit()` under `if not torch.cuda.is_available():` in the same block;
+    - after `torch.cuda.set_device(rank)` in the same block (`.cuda()` then follows the
+      chosen GPU);
+    - in a function or class decorated to skip without CUDA (`@unittest.skipIf(not
+      torch.cuda.is_available(), ...)`, `@unittest.skipUnless(...)`,
+      `@pytest.mark.skipif(...)`, `@onlyCUDA`, `@requires_gpu`);
+    - inside a method named `cuda` (an override that forwards to `super().cuda()`);
+    - inside `with pytest.raises(...)` / `with self.assertRaises(...)` (written to fail);
+    - in a test module whose tests skip without a GPU (it has a decorator such as
+      `@skip_if_no_gpu` or `@unittest.skipIf(not torch.cuda.is_available(), ...)`): inside
+      `test*` functions and private `_helpers`, which those gated tests call.
+
+    `.cuda(rank)` / `.cuda(device=d)` names its device and is not flagged either.
+
+    A string test such as `if device != "cpu":` or `if device.type != "cpu":` is **not** a
+    check: on Apple MPS or Intel XPU it is true and `.cuda()` still fails.
+
+    ## Why is this bad?
+    Code that chooses a device (`device = torch.device("cuda" if torch.cuda.is_available()
+    else "cpu")`, `args.device`, a rank) promises to run wherever that choice points. A
+    `.cuda()` elsewhere in the same module ignores the choice: on a CPU-only machine (a
+    laptop, CI) or on MPS it raises, and with `device="cuda:1"` the `.cuda()` tensors land on
+    `cuda:0`, so the next operation mixes two devices.
+
+    ## Example
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+
+    for features, labels in loader:
+        logits = model(features.cuda())
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = Net().to(device)
+
+    for features, labels in loader:
+        logits = model(features.to(device))
+    ```
+
+    ## Fix safety
+    Unsafe. Rewriting `.cuda()` as `.to(device)` needs a name for the device that is in
+    scope at the call, which the linter cannot always find (the device may be chosen in
+    another function, or be an attribute). `torchdevice --fix --unsafe-fixes` rewrites only when exactly one
+    device-like name (`device`, `dev`, `*_device`) is assigned at module level, and the call
+    runs after that assignment (inside a function, or later in the module); otherwise it
+    leaves the call alone. `.cuda(non_blocking=True)` becomes
+    `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is `cuda:0` the
+    behaviour is unchanged; elsewhere the fix changes where the tensor goes, which is the
+    point.
+
+    ## When it does not report
+    - `.cuda()` under a CUDA check (`if torch.cuda.is_available():`, `x.is_cuda`, `device.type == "cuda"`, a `use_cuda`/`args.gpu` flag), after an early exit when CUDA is missing (also at module level: `if torch.cuda.device_count() == 0: sys.exit()`), or after `torch.cuda.set_device(rank)` in the same block;
+    - in a function or class with a decorator or mark that speaks of CUDA or a GPU (`@onlyCUDA`, `@RunIf(min_cuda_gpus=2)`, `@requires_cuda`, `@pytest.mark.gpu`, a `pytest.param(..., marks=...)` case) -- torch's own decorators (`@torch.cuda.amp.custom_fwd`) gate nothing;
+    - in test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`, `conftest.py`, under `tests/`, or importing pytest/unittest);
+    - inside `with pytest.raises(...)` / `self.assertRaises(...)`, and in a method named `cuda`;
+    - `.cuda(rank)` / `.cuda(device=d)`, which name their device;
+    - a module whose `.to()` calls never choose a device.
+
+    ## The error torch raises
+    On a machine without CUDA (a CPU-only build of torch):
+
+    ```
+    AssertionError: Torch not compiled with CUDA enabled
+    ```
+
+    With a CUDA build but no GPU: `RuntimeError: Found no NVIDIA driver on your system.`
+    With `device = torch.device("cuda:1")` on a two-GPU machine, the first operation that
+    mixes the two:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!
+    ```
+    """
+
     CODE = "TDV101"
     NAME = "cuda-call-mixed-with-to-device"
     SUMMARY = "`.cuda()` in a module that places things with `.to(device)`"

@@ -51,6 +51,77 @@ _MODULE_LIKE = re.compile(r"model|net|module|layer|block|head|encoder|decoder|op
 
 
 class DiscardedTensorMove(Rule):
+    r"""## What it does
+    Flags an expression statement whose whole value is `<name>.to(...)`,
+    `<name>.cuda(...)` or `<name>.cpu()` when `<name>` is known to hold a tensor in that
+    scope (function, class body or module):
+
+    - it was last assigned from a torch function that returns a tensor (`torch.randn`,
+      `torch.tensor`, `torch.zeros`, `torch.from_numpy`, `torch.stack`, `torch.cat`, any
+      `torch.nn.functional` function, under any import alias), from a tensor method on a
+      known tensor (`x.float()`, `x.view(...).permute(...)`), from indexing or arithmetic on
+      one, or from unpacking `torch.chunk` / `torch.split` / a tuple of such values;
+    - it is a loop variable from tuple unpacking over data (`for x, y in loader`,
+      `for i, (x, y) in enumerate(loader)`), the value of `.items()` / `named_parameters()`,
+      or a single variable over `.parameters()` / `.buffers()`.
+
+    It does not flag receivers that are, or may be, modules or other objects: `self`,
+    function parameters, attributes (`self.fc`), names assigned from anything else (a class
+    instantiation such as `Net()`, `nn.Linear(...)`, `nn.Sequential(...)`), loops over
+    literal lists, `.modules()`, `.children()`, `range()`, loop variables named like a
+    module (`model`, `net`, `m`, `layer`, ...), and a single loop variable over a loader
+    (`for batch in loader`): such a batch is often a container whose `.to()` works in place
+    (transformers' `BatchEncoding`).
+
+    ## Why is this bad?
+    `nn.Module.to()` moves the module's parameters in place, so `model.to(device)` on its
+    own line works. `Tensor.to()`, `.cuda()` and `.cpu()` never modify the tensor: they
+    return a new one. `batch.to(device)` on its own line copies the batch to the device and
+    throws the copy away; the next line still uses the CPU tensor, and the forward pass
+    fails (or, for a dtype cast like `x.to(torch.float16)`, silently keeps the old dtype).
+
+    ## Example
+    ```python
+    model.to(device)
+    for inputs, targets in loader:
+        inputs.to(device)
+        targets.to(device)
+        loss = criterion(model(inputs), targets)
+    ```
+
+    ## Use instead
+    ```python
+    model.to(device)
+    for inputs, targets in loader:
+        inputs = inputs.to(device)
+        targets = targets.to(device)
+        loss = criterion(model(inputs), targets)
+    ```
+
+    ## Fix safety
+    Safe. The fix assigns the result back to the name (`x.to(device)` becomes
+    `x = x.to(device)`). The rule only reports names proven to hold a tensor, for which the
+    bare statement has no effect at all; the fix makes it do what it says.
+
+    ## When it does not report
+    - receivers not proven to be tensors in their scope: parameters, `self`, attributes, results of unknown calls, names assigned from a class (`Net()`), modules from `.modules()` / `.children()`, loop variables named like a module (`model`, `layer`, `m`), and a single loop variable over a loader (`for batch in loader`: often a container whose `.to()` works in place);
+    - `.to()` whose result is used (assigned, returned, passed on) and `.cpu(...)` with arguments.
+
+    ## The error torch raises
+    With the model on a GPU and the batch left on the CPU:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    With the meta device standing in for the GPU (as in this rule's fixtures, on a CPU-only
+    machine):
+
+    ```
+    RuntimeError: Tensor on device meta is not on the expected device cpu!
+    ```
+    """
+
     CODE = "TDV102"
     NAME = "discarded-tensor-move"
     SUMMARY = "result of `Tensor.to()` / `.cuda()` / `.cpu()` discarded"

@@ -103,6 +103,88 @@ def _names_a_gpu(call: cst.Call) -> bool:
 
 
 class WrapBeforePlacement(Rule):
+    r"""## What it does
+    Flags a call to `DataParallel` or `DistributedDataParallel` (under any alias:
+    `torch.nn.DataParallel`, `torch.nn.parallel.DataParallel`, `DP = nn.DataParallel`,
+    `from torch.nn.parallel import DistributedDataParallel as DDP`,
+    `import torch.nn.parallel as par`, the `data_parallel` / `distributed` module paths)
+    whose module is, within the same function (or module) body, not on its device yet:
+
+    - an inline construction: `DataParallel(Net())`;
+    - a name last assigned from a construction (`model = Net()`, also `Net().eval()`)
+      that nothing has moved before the wrap: no `model.to(...)`, `model.cuda()`,
+      `model = model.to(...)`, and no other call that received `model`.
+
+    `DataParallel` exists only for GPUs, so that alone is reported.
+    `DistributedDataParallel` of a CPU module is legitimate CPU (gloo) training, so it is
+    reported only when the call shows the module was meant for a GPU: `device_ids=` or
+    `output_device=` given, or the wrapper itself is moved afterwards
+    (`DDP(model).cuda()`, `ddp = DDP(model); ddp.to(device)`).
+
+    Not flagged, because the placement is not known where the wrap happens: a module
+    that is a parameter, an attribute (`self.model`), or comes from another function
+    (`model = build_model(cfg)`: code bases often build and move the model in one
+    function and wrap it in another); a module built inside a `with` block
+    (`with torch.device("cuda"):`); a construction that is handed a device
+    (`Net(device=device)`); a construction in one branch of an `if` when the wrap is
+    outside it; and files that call `torch.set_default_device`. Names that merely
+    contain the word (`DistributedDataParallelKwargs`, `MyDataParallel`) are not wrappers.
+
+    ## Why is this bad?
+    PyTorch's documented order is: move the module to its device, then wrap it.
+    `DistributedDataParallel(model, device_ids=[rank])` with `model` still on the CPU
+    raises at construction. `DataParallel` requires its module's parameters on
+    `device_ids[0]` before it runs: with one GPU it moves the module itself (which hides
+    the bug), with two or more the first forward pass fails. Moving the wrapper afterwards
+    (`DataParallel(model).to(device)`) works only while `device` happens to be
+    `device_ids[0]`; moving a `DistributedDataParallel` after construction leaves its
+    gradient buckets and broadcast state on the device it was built on.
+
+    ## Example
+    ```python
+    model = Net()
+    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+    ```
+
+    ## Use instead
+    ```python
+    model = Net().to(device)  # device = torch.device("cuda", rank)
+    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+    ```
+
+    ## Fix safety
+    No fix is offered. The right device (`rank`, `local_rank`, a configured device) is
+    not known from the wrapping call alone, and moving the statement changes the order
+    of side effects.
+
+    ## When it does not report
+    - a module that is a parameter, an attribute or built in another function (its placement is unknown where it is wrapped);
+    - a module already moved (`model.to(device)`, `model.cuda()`), passed to any other call first, built inside `with torch.device(...)`, or handed a device (`Net(device=d)`);
+    - `DistributedDataParallel` without `device_ids` / `output_device` and never moved: CPU (gloo) training;
+    - files that call `torch.set_default_device` or `torch.set_default_tensor_type`.
+
+    ## The error torch raises
+    `DistributedDataParallel` with `device_ids` and a CPU module (one-process gloo group,
+    torch 2.13):
+
+    ```
+    ValueError: DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], output_device None, and module parameters {device(type='cpu')}.
+    ```
+
+    `DataParallel` of a CPU module, or of a wrapper moved to another GPU, on a machine
+    with two or more GPUs, at the first forward pass:
+
+    ```
+    RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cpu
+    ```
+
+    and, for `DataParallel(model)` moved afterwards with `.to("cuda:1")`:
+
+    ```
+    RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cuda:1
+    ```
+    """
+
     CODE = "TDV301"
     NAME = "parallel-wrap-before-placement"
     SUMMARY = "`DataParallel`/`DistributedDataParallel` wrapping a module that is not on its device yet"

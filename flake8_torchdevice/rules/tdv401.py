@@ -230,6 +230,74 @@ class HardCodedOrdinal(Rule):
 
 
 class HardCodedCudaOrdinal(HardCodedOrdinal):
+    r"""## What it does
+    Flags a CUDA device ordinal of 1 or more written as a literal:
+
+    - a string whose whole value is `cuda:N` (`"cuda:1"`, `f"cuda:2"`), wherever it is
+      used: `.to("cuda:1")`, `device="cuda:1"`, `map_location="cuda:1"`, an assignment;
+    - `torch.device("cuda", N)`, `torch.device(type="cuda", index=N)`, `torch.device(N)`;
+    - `.cuda(N)` and `.cuda(device=N)`; `.to(N)` and `.to(device=N)`;
+    - `torch.cuda.set_device(N)` and `torch.cuda.device(N)`;
+    - `device=N` passed to any torch call (`torch.zeros(2, device=1)`, `nn.Linear(..., device=1)`).
+
+    The report points at the literal. Not flagged: `"cuda"`, ordinals computed at run
+    time (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`), docstrings, comments and
+    other bare strings, device strings that are compared (`t.device == torch.device("cuda:1")`),
+    dict keys (`map_location={"cuda:1": "cpu"}` names where a checkpoint was saved), and
+    code behind a multi-GPU guard: a decorator or an `if`/`assert`/conditional expression
+    that mentions `device_count`, `multi_gpu`/`TEST_MULTIGPU`, `skip_if_lt_x_gpu`,
+    `num_gpus`/`n_gpu`/`gpu_count`. Ordinal 0 is TDV402 (off by default).
+
+    ## Why is this bad?
+    An ordinal of 1 or more assumes a machine with at least that many GPUs. The script
+    fails on every one-GPU workstation, every CPU-only CI runner, and inside a job whose
+    scheduler exposes a single GPU (`CUDA_VISIBLE_DEVICES=3` makes that GPU `cuda:0`).
+    Under `torchrun`, the device of each process is given by `LOCAL_RANK`; a literal
+    puts every process on the same GPU.
+
+    ## Example
+    ```python
+    model = model.to("cuda:1")
+    ```
+
+    ## Use instead
+    ```python
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
+    model = model.to(device)
+    ```
+
+    ## Fix safety
+    No fix is offered: which device was meant (a configured one, `LOCAL_RANK`, the
+    current device) is a decision about the program, not a rewrite.
+
+    ## When it does not report
+    - `"cuda"`, ordinals computed at run time (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`);
+    - docstrings, comments and other bare strings; strings that only contain an ordinal (`"worker1/cuda:1"`);
+    - device strings compared or asserted (`t.device == torch.device("cuda:1")`, `assertEqual(...)`), dict keys (`map_location={"cuda:1": "cpu"}`);
+    - code behind a multi-GPU guard: a decorator, function name or `if`/`assert` test that mentions `device_count`, `multi_gpu`, `skip_if_lt_x_gpu`, `num_gpus`, `gpu_count` (joined literals such as `"multi" "_gpu"` count);
+    - test code: `test*` functions and private `_helpers` of a test module.
+
+    ## The error torch raises
+    On a machine with one GPU:
+
+    ```
+    torch.AcceleratorError: CUDA error: invalid device ordinal
+    ```
+
+    On a CPU-only machine (CPU build of torch 2.13), `.to("cuda:1")`:
+
+    ```
+    AssertionError: Torch not compiled with CUDA enabled
+    ```
+
+    and `.cuda(1)`:
+
+    ```
+    RuntimeError: Cannot access accelerator device when none is available.
+    ```
+    """
+
     CODE = "TDV401"
     NAME = "hard-coded-cuda-ordinal"
     SUMMARY = 'a literal CUDA ordinal >= 1 (`"cuda:1"`, `.cuda(1)`, `set_device(1)`, `device=1`)'

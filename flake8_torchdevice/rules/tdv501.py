@@ -60,6 +60,87 @@ class _Method:
 
 
 class TensorStateNotRegistered(Rule):
+    r"""## What it does
+    Flags `self.<attr> = <torch factory>(...)` inside `__init__` of a class that derives,
+    under any alias, from `torch.nn.Module` (or any `torch.nn` module class, or a class of the
+    same file that does) or from `torchmetrics.Metric`: `torch.zeros`, `ones`, `empty`,
+    `full`, `tensor`, `as_tensor`, `arange`, `linspace`, `eye`, `rand*`, `randn*`,
+    `from_numpy`, the legacy `torch.FloatTensor(...)` family, spelled `torch.zeros`,
+    `th.zeros`, `from torch import zeros`, or followed by dtype/shape methods
+    (`torch.zeros(3).long()`).
+
+    Not flagged:
+    - `nn.Parameter(...)`, `self.register_buffer(...)`, `self.add_state(...)`;
+    - an attribute the class only ever uses after moving it (`self.a.to(x.device)`,
+      `self.a.type_as(x)`, `.to(x)`) or only reads metadata of (`.shape`, `.item()`);
+    - an attribute the class rebinds elsewhere to something other than a fresh factory
+      tensor (`self.a = self.a.to(x)`, `self.a = torch.zeros_like(x)`);
+    - a class that overrides `_apply`, `to` or `cuda` (it moves its own state);
+    - a 0-dim tensor (`torch.tensor(1e-6)`) that is never updated in place: PyTorch lets a
+      0-dim CPU tensor meet CUDA tensors in out-of-place ops;
+    - a factory given `device=` (placed on purpose).
+
+    ## Why is this bad?
+    `module.to(device)` (and `.cuda()`, and Lightning/Accelerate moving your model) moves
+    parameters, registered buffers and torchmetrics `add_state` states. A plain attribute
+    holding a tensor is not moved: after `metric.to("cuda")` the counts are still on the
+    CPU, and the first update with GPU inputs fails. In-place updates into a CPU tensor fail
+    even for 0-dim tensors. The state is also missing from `state_dict()`, so it is neither
+    saved nor restored, and torchmetrics cannot reset or sync it across processes.
+
+    ## Example
+    ```python
+    class ConfusionCounts(nn.Module):
+        def __init__(self, num_classes):
+            super().__init__()
+            self.counts = torch.zeros(num_classes, num_classes)
+
+        def update(self, preds, target):
+            self.counts += torch.bincount(target * n + preds, minlength=n * n).view(n, n)
+    ```
+
+    ## Use instead
+    ```python
+    class ConfusionCounts(nn.Module):
+        def __init__(self, num_classes):
+            super().__init__()
+            self.register_buffer("counts", torch.zeros(num_classes, num_classes))
+    ```
+
+    For a `torchmetrics.Metric`:
+
+    ```python
+    self.add_state("counts", default=torch.zeros(n, n), dist_reduce_fx="sum")
+    ```
+
+    ## Fix safety
+    No fix is offered. `register_buffer` adds the tensor to `state_dict()` (pass
+    `persistent=False` to keep old checkpoints loadable), and `add_state` also changes
+    `reset()` and distributed syncing: both are decisions for the author.
+
+    ## When it does not report
+    - `nn.Parameter(...)`, `self.register_buffer(...)`, `self.add_state(...)`;
+    - an attribute the class only uses after moving it (`self.a.to(x.device)`, `.type_as(x)`) or only reads metadata of (`.shape`, `.item()`), or rebinds elsewhere;
+    - a class that overrides `_apply`, `to` or `cuda`;
+    - a 0-dim tensor never updated in place;
+    - factories given `device=`; classes that are not modules or metrics.
+
+    ## The error torch raises
+    On a GPU machine, the first in-place update after `module.to("cuda")`:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    torchmetrics re-raises it as `RuntimeError: Encountered different devices in metric
+    calculation (see stacktrace for details). This could be due to the metric class not
+    being on the same device as input.`
+
+    On a CPU machine the fixture moves the module to the meta device and checks that every
+    tensor attribute followed; the check fails with
+    `AssertionError: tensor attribute counts stayed on cpu after .to('meta')`.
+    """
+
     CODE = "TDV501"
     NAME = "tensor-state-not-registered"
     SUMMARY = "tensor created in `__init__` of an nn.Module/Metric kept in a plain attribute"
