@@ -462,9 +462,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     try:
+        import libcst  # noqa: F401 - the engine needs it; without it every file would come back "not analysed"
         from flake8_torchdevice.rules import ALL_RULES
     except ImportError as exc:
-        print(f"precision.py: cannot import flake8_torchdevice ({exc}); run from a clone or install it", file=sys.stderr)
+        print(f"precision.py: cannot import the linter ({exc}); install it first: pip install -e .", file=sys.stderr)
         return 2
     try:
         projects = read_projects(args.projects_csv)
