@@ -29,7 +29,7 @@ from typing import Iterator, Optional, Sequence
 
 from . import words
 from ._lazy import cst
-from .analysis.guards import CONTEXT_WORDS
+from .analysis.guards import context_words
 from .names import name_binding_nodes, resolver_from_ast, update_from_cst
 from .rule import FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
@@ -134,7 +134,7 @@ def _hits(source: str, tree: ast.Module, live: list, present: frozenset) -> list
     if aliases:
         scope = _widest(live)
         pairs += [(offset, scope) for alias in aliases for offset in words.offsets(source, alias)]
-    pairs += [(offset, CONTEXT) for word in CONTEXT_WORDS if word in present for offset in words.offsets(source, word)]
+    pairs += [(offset, CONTEXT) for word in context_words(present) for offset in words.offsets(source, word)]
     pairs.sort()
     hits, line, previous = [], 1, 0
     for offset, scope in pairs:

@@ -22,10 +22,23 @@ def explicitly_selected(code: str, selections: Iterable[Optional[Sequence[str]]]
     return any(entry.strip() in prefixes for chosen in selections if chosen for entry in chosen)
 
 
+def may_report(code: str, select: Optional[Sequence[str]], extend_select: Optional[Sequence[str]]) -> bool:
+    """Could flake8 show ``code`` under these options? Under an explicit
+    ``select``, only if some selected entry is a prefix of it; opt-in codes
+    only when named (``explicitly_selected``). Rules that cannot be shown are
+    not run: selection never changes a verdict, only what is computed."""
+    if code in OPT_IN and not explicitly_selected(code, (select, extend_select)):
+        return False
+    if select is None:
+        return True
+    chosen = [entry.strip() for entry in [*select, *(extend_select or [])] if entry.strip()]
+    return any(code.startswith(entry) for entry in chosen)
+
+
 class TorchDeviceChecker:
     name = "flake8-torchdevice"
     version = __version__
-    _enabled_opt_in: frozenset = frozenset()
+    _rules: tuple = tuple(rule for rule in ALL_RULES if rule.DEFAULT_ENABLED)
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str = "") -> None:
         # Join ``lines``: flake8 may be reading stdin or an editor buffer, so
@@ -42,12 +55,12 @@ class TorchDeviceChecker:
 
     @classmethod
     def parse_options(cls, options) -> None:
-        selections = (getattr(options, "select", None), getattr(options, "extend_select", None))
-        cls._enabled_opt_in = frozenset(code for code in OPT_IN if explicitly_selected(code, selections))
+        select, extend = getattr(options, "select", None), getattr(options, "extend_select", None)
+        cls._rules = tuple(rule for rule in ALL_RULES if may_report(rule.CODE, select, extend))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         tree = self._tree if isinstance(self._tree, ast.Module) else None
-        skipped = OPT_IN - self._enabled_opt_in
-        for violation in check_source(self._source, tree, filename=self._filename).violations:
-            if violation.code not in skipped:
-                yield violation.line, violation.col, violation.text(), type(self)
+        if not self._rules:
+            return
+        for violation in check_source(self._source, tree, rules=self._rules, filename=self._filename).violations:
+            yield violation.line, violation.col, violation.text(), type(self)

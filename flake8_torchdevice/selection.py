@@ -14,7 +14,7 @@ rule's logic is repeated. Units of code, from the ``ast`` tree:
 - context, always kept with them: the header and decorators of every
   enclosing class (a def's decorators are part of it), and every
   module-level and class-level statement holding a context word (guards,
-  early exits, ``pytestmark``: see ``analysis.guards.CONTEXT_WORDS``).
+  early exits, ``pytestmark``: see ``analysis.guards.context_words``).
 
 ``compact`` then joins the kept lines alone, keeping their columns and a
 map back to their line numbers.
@@ -53,21 +53,24 @@ class _Member:
     header_end: int = 0  # a class: the last line before its first body statement
     is_def: bool = False
     members: list = field(default_factory=list)  # a class's body statements
+    node: object = None  # the ast statement
 
 
 def _member(stmt: ast.stmt) -> _Member:
     is_class = isinstance(stmt, ast.ClassDef) and bool(stmt.body)
     members = [_member(child) for child in stmt.body] if is_class else []
     header_end = max(stmt.lineno, members[0].start - 1) if members else 0
-    return _Member(statement_start(stmt), _end(stmt), header_end, isinstance(stmt, _DEFS), members)
+    return _Member(statement_start(stmt), _end(stmt), header_end, isinstance(stmt, _DEFS), members, stmt)
 
 
 class StatementIndex:
-    """Line spans of top-level statements and of the members of classes."""
+    """Line spans of top-level statements and of the members of classes, and
+    the lines that only docstrings hold."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.top = [_member(stmt) for stmt in tree.body]
         self._starts = [m.start for m in self.top]
+        self.docstring_lines = _docstring_lines(tree)
 
     def top_at(self, line: int):
         i = bisect.bisect_right(self._starts, line) - 1
@@ -77,6 +80,35 @@ class StatementIndex:
 
     def starts(self) -> list[int]:
         return list(self._starts)
+
+
+def _docstring_lines(tree: ast.Module) -> set[int]:
+    """Lines held by bare string statements alone (docstrings and the like)
+    of the module, its top-level functions and classes, and their members:
+    no rule reports in them (a contract ``tests/test_selection.py`` holds
+    every rule to), so a word there asks for no parsing."""
+    lines: set[int] = set()
+    bodies = [(tree.body, 0)]
+    for stmt in tree.body:
+        if isinstance(stmt, _DEFS):
+            bodies.append((stmt.body, stmt.lineno))
+            if isinstance(stmt, ast.ClassDef):
+                bodies += [(m.body, m.lineno) for m in stmt.body if isinstance(m, _DEFS)]
+    for body, header_line in bodies:
+        previous_end = header_line
+        for i, stmt in enumerate(body):
+            following = body[i + 1].lineno if i + 1 < len(body) else None
+            if _is_bare_string(stmt):
+                first, last = stmt.lineno, _end(stmt)
+                shared_first = previous_end >= first
+                shared_last = following is not None and following <= last
+                lines.update(range(first + shared_first, last + 1 - shared_last))
+            previous_end = _end(stmt)
+    return lines
+
+
+def _is_bare_string(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 @dataclass(frozen=True)
@@ -94,14 +126,18 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
     keep: set[int] = set()
     module_code = False
     context: list[tuple[_Member, int]] = []
+    partial: dict[int, tuple[_Member, list, set]] = {}  # id(unit) -> (unit, classes around it, lines)
     for hit in hits:
         top = index.top_at(hit.line)
-        if top is None:
+        if top is None or hit.line in index.docstring_lines:
             continue
         if hit.scope == CONTEXT:
             context.append((top, hit.line))
+        elif hit.scope == STATEMENT:
+            unit, classes = _unit_at(top, hit.line)
+            partial.setdefault(id(unit), (unit, classes, set()))[2].add(hit.line)
         elif not top.is_def:
-            module_code = module_code or hit.scope != STATEMENT
+            module_code = True
             _add(keep, top)
         elif hit.scope == CLASS or not top.members:
             _add(keep, top)
@@ -111,6 +147,7 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
         for top in index.top:
             if not top.is_def and top.end - top.start < LARGE_STATEMENT_LINES:
                 _add(keep, top)
+    _keep_statements(keep, partial, context)
     for top, line in context:
         if not top.is_def:
             if top.end - top.start < LARGE_STATEMENT_LINES:
@@ -118,6 +155,90 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
         elif top.members and top.start in keep:  # a class already kept: its class-level guards
             _keep_class_statement(keep, top, line)
     return keep
+
+
+def _unit_at(top: _Member, line: int) -> tuple[_Member, list]:
+    """The innermost member holding ``line`` and the classes around it
+    (outermost first); a line in a class header stands for its first member."""
+    classes = []
+    unit = top
+    while unit.members:
+        classes.append(unit)
+        inner = next((m for m in unit.members if m.start <= line <= m.end), None)
+        unit = inner if inner is not None else unit.members[0]
+    return unit, classes
+
+
+def _keep_statements(keep: set[int], partial: dict, context: list) -> None:
+    """STATEMENT scope: in each unit not kept whole, the statements holding a
+    hit or a context word, with the headers of the statements around them
+    (decorators and signatures included) -- the guards a verdict reads."""
+    for unit, classes, lines in partial.values():
+        if unit.start in keep:
+            continue  # kept whole for another rule
+        lines |= {line for _, line in context if unit.start <= line <= unit.end}
+        for cls in classes:
+            keep.update(range(cls.start, cls.header_end + 1))
+        _keep_paths(keep, unit.node, sorted(lines))
+
+
+def _keep_paths(keep: set[int], stmt: ast.stmt, lines: list) -> None:
+    """Keep the clause headers of ``stmt`` and, in each clause, the children
+    holding one of ``lines`` (recursively); a clause with none keeps its first
+    statement whole, so that the text still parses."""
+    clauses = _clauses(stmt)
+    if clauses is None:
+        keep.update(range(statement_start(stmt), _end(stmt) + 1))
+        return
+    for header, body in clauses:
+        keep.update(header)
+        chosen = False
+        for child in body:
+            inside = [line for line in lines if statement_start(child) <= line <= _end(child)]
+            if inside:
+                _keep_paths(keep, child, inside)
+                chosen = True
+        if not chosen and body:
+            keep.update(range(statement_start(body[0]), _end(body[0]) + 1))
+
+
+def _clauses(stmt: ast.stmt):
+    """(header lines, body) of each clause of a compound statement, in order;
+    None for a simple statement or one whose body shares its header's line."""
+    if isinstance(stmt, _DEFS):
+        parts = [(statement_start(stmt), stmt.body)]
+    elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+        parts = [(stmt.lineno, stmt.body), (None, stmt.orelse)]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        parts = [(stmt.lineno, stmt.body)]
+    elif isinstance(stmt, _TRY):
+        parts = [(stmt.lineno, stmt.body)] + [(h.lineno, h.body) for h in stmt.handlers]
+        parts += [(None, stmt.orelse), (None, stmt.finalbody)]
+    elif _MATCH is not None and isinstance(stmt, _MATCH):
+        parts = [(stmt.lineno, [])] + [(case.pattern.lineno, case.body) for case in stmt.cases]
+    else:
+        return None
+    out, previous_end = [], None
+    for start, body in parts:
+        if start is None:  # else: / finally: -- the lines between the clauses
+            if not body:
+                continue
+            start = previous_end + 1
+        first = statement_start(body[0]) if body else _match_end(stmt, parts)
+        if body and first <= start:
+            return None  # ``if x: y`` on one line
+        out.append((range(start, first), body))
+        previous_end = _end(body[-1]) if body else first - 1
+    return out
+
+
+def _match_end(stmt, parts) -> int:
+    """The line after a ``match`` header: its first case."""
+    return parts[1][0] if len(parts) > 1 else stmt.lineno + 1
+
+
+_TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+_MATCH = getattr(ast, "Match", None)
 
 
 def _add(keep: set[int], member: _Member) -> None:

@@ -8,33 +8,13 @@ that deeply nested code cannot overflow the interpreter stack.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Iterable, Sequence
 
 import libcst as cst
 
-# Fields that only hold whitespace, comments, brackets or punctuation.
-_SKIP = frozenset(
-    """asynchronous colon comma comment default_indent default_newline dot
-    empty_lines encoding equal first_colon footer has_trailing_newline header
-    indent lbrace lbracket leading_lines leading_whitespace lines_after_decorators
-    lpar newline operator posonly_ind rbrace rbracket relative rpar second_colon
-    semicolon separator star trailing_comma trailing_whitespace""".split()
-)
-# Source order differs from dataclass order here: decorators come first.
-_FIRST = ("decorators",)
+from .analysis.code import child_fields as _child_fields, children as _children
 
 Hook = Callable[[cst.CSTNode], object]
-
-
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    names = [
-        f.name
-        for f in dataclasses.fields(node_type)
-        if f.name not in _SKIP and not f.name.startswith("whitespace")
-    ]
-    first = [n for n in _FIRST if n in names]
-    return tuple(first + [n for n in names if n not in first])
 
 
 class BatchedWalker:
@@ -98,18 +78,3 @@ class BatchedWalker:
                 push((children[index], False))
 
 
-def _children(node: cst.CSTNode, fields: Iterable[str]) -> list:
-    children = []
-    add = children.append
-    for name in fields:
-        value = getattr(node, name)
-        if isinstance(value, CSTNode):
-            add(value)
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, CSTNode):
-                    add(item)
-    return children
-
-
-CSTNode = cst.CSTNode

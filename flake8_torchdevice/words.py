@@ -26,13 +26,25 @@ _JUNCTION = re.compile(r"""["'][ \t]*(?:\\?\n[ \t]*)?[rRuUfFbB]{0,2}["']""")
 def identifiers(source: str) -> frozenset[str]:
     """Every identifier-like word of ``source`` (one C-level scan), and the
     words that joined string literals spell across their parts."""
-    found = {word for word in _WORD.findall(source) if not word[0].isdigit()}
+    found = {word for word in set(_WORD.findall(source)) if not word[0].isdigit()}
     found.update(word for _, word in joined_words(source))
     return frozenset(found)
 
 
 def joined_words(source: str) -> list[tuple[int, str]]:
-    """(offset, word) for each word spelled across joined literals."""
+    """(offset, word) for each word spelled across joined literals (the last
+    source's answer is kept: the engine asks once per word)."""
+    cached = _JOINED[0]
+    if cached[0] is not source:
+        cached = (source, _joined_words(source))
+        _JOINED[0] = cached  # one assignment: safe when threads share it
+    return cached[1]
+
+
+_JOINED: list = [(None, [])]
+
+
+def _joined_words(source: str) -> list[tuple[int, str]]:
     out = []
     previous_end, start, word = -1, 0, ""
     for match in _JUNCTION.finditer(source):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +56,52 @@ def test_fixture_directories_name_real_rules():
     codes = {rule.CODE for rule in ALL_RULES}
     for case in CASES:
         assert case.path.parent.name in codes, case.id
+
+
+# -- a code's findings do not depend on which other codes are selected ----------
+def _expected_for(code: str) -> dict:
+    return {case.id: {line for line, c in case.expected if c == code} for case in CASES}
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.CODE)
+def test_each_code_selected_alone_through_the_plugin_finds_its_lines(rule):
+    """The plugin under ``--select=CODE`` runs that rule alone (flake8 shows
+    nothing else); its findings are exactly that code's ``# expect:`` lines."""
+    import argparse
+
+    from flake8_torchdevice.plugin import TorchDeviceChecker
+
+    TorchDeviceChecker.parse_options(argparse.Namespace(select=[rule.CODE], extend_select=None))
+    try:
+        assert [r.CODE for r in TorchDeviceChecker._rules] == [rule.CODE]
+        for case in CASES:
+            lines = case.path.read_text(encoding="utf-8").splitlines(keepends=True)
+            checker = TorchDeviceChecker(ast.parse("".join(lines)), lines, str(case.path))
+            found = {line for line, _, text, _ in checker.run() if text.startswith(rule.CODE)}
+            assert found == _expected_for(rule.CODE)[case.id], case.id
+    finally:
+        TorchDeviceChecker.parse_options(argparse.Namespace(select=None, extend_select=None))
+
+
+def test_one_code_alone_through_real_flake8_equals_its_share_of_all_codes(reported):
+    result = run_flake8("--isolated", "--select=TDV102", "--jobs=1", str(FIXTURES))
+    alone = {
+        (str((FIXTURES.parent / m["path"]).resolve().relative_to(FIXTURES)), int(m["line"]))
+        for m in map(LINE.match, result.stdout.splitlines())
+    }
+    share = {(path, line) for path, found in reported.items() for line, code in found if code == "TDV102"}
+    assert alone == share and alone
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.CODE)
+def test_each_code_selected_alone_through_the_cli_finds_its_lines(rule, tmp_path):
+    from cli_support import run_cli
+
+    result = run_cli("--isolated", "--select", rule.CODE, "-j", "1", "--format", "json", str(FIXTURES), cwd=tmp_path)
+    assert result.code in (0, 1), result.err
+    found: dict = defaultdict(set)
+    for item in json.loads(result.out):
+        assert item["code"] == rule.CODE
+        found[str(Path(item["path"]).resolve().relative_to(FIXTURES))].add(item["line"])
+    expected = {case: lines for case, lines in _expected_for(rule.CODE).items() if lines}
+    assert dict(found) == expected

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 from .._lazy import cst
 
@@ -69,3 +70,57 @@ def last_name(expr: "cst.BaseExpression") -> Optional[str]:
 def callee_name(call: "cst.Call") -> Optional[str]:
     """The last name of what ``call`` calls (``f`` in ``a.f(x)``), or None."""
     return last_name(call.func)
+
+
+# Fields that only hold whitespace, comments, brackets or punctuation.
+_SKIP = frozenset(
+    """asynchronous colon comma comment default_indent default_newline dot
+    empty_lines encoding equal first_colon footer has_trailing_newline header
+    indent lbrace lbracket leading_lines leading_whitespace lines_after_decorators
+    lpar newline operator posonly_ind rbrace rbracket relative rpar second_colon
+    semicolon separator star trailing_comma trailing_whitespace""".split()
+)
+# Source order differs from dataclass order here: decorators come first.
+_FIRST = ("decorators",)
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    names = [
+        f.name
+        for f in dataclasses.fields(node_type)
+        if f.name not in _SKIP and not f.name.startswith("whitespace")
+    ]
+    first = [n for n in _FIRST if n in names]
+    return tuple(first + [n for n in names if n not in first])
+
+
+def children(node: cst.CSTNode, fields: Iterable[str]) -> list:
+    children = []
+    add = children.append
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            add(value)
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    add(item)
+    return children
+
+
+
+
+def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:
+    """Every node under ``root`` (``root`` included), reading fields directly:
+    LibCST's ``children`` property rebuilds each node and costs ~20x more."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        fields = _FIELDS.get(type(node))
+        if fields is None:
+            fields = _FIELDS[type(node)] = child_fields(type(node))
+        stack.extend(children(node, fields))
+
+
+_FIELDS: dict = {}

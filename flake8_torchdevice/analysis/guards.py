@@ -22,27 +22,27 @@ from typing import Iterator, Optional
 from .._lazy import cst
 
 from ..names import NameResolver, full_name
-from .code import string_value
+from .code import string_value, subtree
 
 # Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
 _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
 # Words of the module-level and class-level statements that guard what
 # follows (early exits, skips, marks, a chosen GPU): the engine always parses
 # the statements holding them, so that every rule sees its file's guards.
-CONTEXT_WORDS = frozenset(
-    "exit quit _exit skip skipTest SkipTest skipif skipIf importorskip pytestmark raise set_device".split()
-)
+# Identifiers that speak of CUDA, GPUs or device counts (``torch.cuda``,
+# ``use_cuda``, ``TEST_MULTIGPU``, ``n_gpu``, ``skip_if_no_gpu``, a "cuda"
+# string), ``set_device`` and ``pytestmark``: every guard these analyses
+# recognise holds one (an early exit sits in the ``if`` whose test does).
+# The engine keeps the module- and class-level statements holding them, and,
+# where a function is parsed statement by statement, its statements too.
+_CONTEXT_PATTERN = re.compile(r"cuda|gpu|device_count|multi_?device|set_device|pytestmark", re.I)
+
+
+def context_words(present) -> set:
+    """The context words among the identifiers ``present`` in a file."""
+    return {word for word in present if _CONTEXT_PATTERN.search(word)}
 # Calls that end the current block (``pytest.skip``, ``sys.exit``, ``self.skipTest``).
 _EXIT_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|exit|quit|_exit|fail)$")
-
-
-def _subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node under ``node`` (``node`` included), depth first."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _is_cuda_string(node: cst.CSTNode) -> bool:
@@ -59,7 +59,7 @@ def _is_positive_cuda_comparison(node: cst.Comparison) -> bool:
 
 def is_cuda_test(expr: cst.CSTNode) -> bool:
     """True if the test expression ``expr`` checks for CUDA somewhere in it."""
-    for node in _subtree(expr):
+    for node in subtree(expr):
         if isinstance(node, cst.Comparison) and _is_positive_cuda_comparison(node):
             return True
         # Attribute parts are Name nodes too: ``torch.cuda.is_available``,
@@ -117,14 +117,14 @@ def is_cuda_skip_decorator(decorator: cst.Decorator) -> bool:
         return any(
             isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "marks"
             and speaks_of_cuda(node.value)
-            for node in _subtree(expr)
+            for node in subtree(expr)
         )
     return speaks_of_cuda(expr)
 
 
 def speaks_of_cuda(expr: cst.CSTNode) -> bool:
     """Does a name or string in ``expr`` say cuda or gpu?"""
-    for node in _subtree(expr):
+    for node in subtree(expr):
         if isinstance(node, cst.Name):
             if _CUDA_WORD.search(node.value):
                 return True

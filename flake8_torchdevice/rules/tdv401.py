@@ -18,7 +18,7 @@ import re
 from typing import Optional, Union
 
 from .._lazy import cst
-from ..analysis.code import code_of
+from ..analysis.code import code_of, subtree
 from ..analysis.guards import is_test_code
 from ..rule import STATEMENT, Rule
 
@@ -73,16 +73,16 @@ def _literal_text(node: cst.CSTNode) -> Optional[str]:
 def _speaks_of_multi_gpu(expr: cst.CSTNode) -> bool:
     """A multi-GPU guard in ``expr``'s code or in its joined string literals
     (``@mark("multi" "_gpu")``)."""
-    if _MULTI_GPU_GUARD.search(code_of(expr)):
+    code = code_of(expr)
+    if _MULTI_GPU_GUARD.search(code):
         return True
-    stack = [expr]
-    while stack:
-        node = stack.pop()
+    if "'" not in code and '"' not in code:
+        return False
+    for node in subtree(expr):
         if isinstance(node, cst.ConcatenatedString):
             text = _literal_text(node)
             if text is not None and _MULTI_GPU_GUARD.search(text):
                 return True
-        stack.extend(node.children)
     return False
 
 
