@@ -9,6 +9,7 @@ on real torch files that exercise them, and for what they drop.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -239,8 +240,11 @@ def test_tdv301_wants_statements_that_may_wrap_an_unplaced_module(source, kept):
 
 
 # -- all rules at once: fixtures and real torch files --------------------------------
-def _torch_files() -> list[Path]:
-    root = Path(__import__("torch").__file__).parent
+def _torch_files() -> list:
+    spec = importlib.util.find_spec("torch")  # located, not imported
+    if spec is None or spec.origin is None:  # the Pythons without a torch wheel here
+        return [pytest.param(None, marks=pytest.mark.skip(reason="torch is not installed"), id="torch-files")]
+    root = Path(spec.origin).parent
     names = [
         "serialization.py",  # torch.load in docstrings and code
         "_inductor/codecache.py",  # many other .load( calls
