@@ -90,3 +90,14 @@ def test_both_hooks_through_try_repo(tmp_path):
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Passed"
+
+    # a file that does not parse fails both hooks, each saying where (flake8's
+    # hook once selected TDV only, which drops E999, and passed it)
+    (target / "broken.py").write_text("import torch\ndef f(:\n    torch.load(p)\n", encoding="utf-8")
+    _git("add", "-A", cwd=target)
+    broken = _try_repo(repo, target, tmp_path / "cache")
+    output = broken.stdout + broken.stderr
+    assert broken.returncode == 1, output
+    assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Failed"
+    assert re.search(r"^broken\.py:2:\d+: E999 SyntaxError", output, re.M), output
+    assert "torchdevice: broken.py: syntax error at line 2" in output
