@@ -41,8 +41,16 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 
 def test_torch_is_pinned_before_the_test_extras():
+    command = _shell_blocks()[1].strip()
+    assert command.index("pip install torch==2.13.0") < command.index("'.[test]'")
+
+
+def test_ci_installs_under_the_torch_constraints():
+    """Every pip run of .ci/run (the other Pythons' installs too) sees constraints.txt."""
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert ci.index("torch==2.13.0") < ci.index("'.[test]'")
+    export = 'export PIP_CONSTRAINT="$PWD/constraints.txt"'
+    assert export in ci.splitlines()
+    assert ci.index(export) < min(ci.index("pip install"), ci.index(_shell_blocks()[1].strip()))
 
 
 # -- every command of every ``sh`` block is run here or says where it is checked ---
