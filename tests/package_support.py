@@ -27,7 +27,8 @@ def copy_source(dest: Path) -> Path:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without what points at our own virtualenv or config."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRE_COMMIT", "FLAKE8", "VIRTUAL_ENV", "PYTHONPATH"))}
+    dropped = ("PRE_COMMIT", "FLAKE8", "VIRTUAL_ENV", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env.update(extra)
     return env
 
