@@ -8,20 +8,19 @@ the source tree, pulling flake8 and libcst from PyPI), but CI runs it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
 from cli_support import BAD, GOOD
 from fixture_cases import ROOT
+from package_support import clean_env, copy_source
 
 pytestmark = pytest.mark.slow
-
-SOURCE_FILES = ["pyproject.toml", "README.md", ".pre-commit-hooks.yaml"]
 
 
 def _git(*args, cwd):
@@ -33,23 +32,21 @@ def _git(*args, cwd):
 
 def _hook_repo(path):
     """A committed copy of the package: try-repo ignores untracked files."""
-    path.mkdir()
-    for name in SOURCE_FILES:
-        shutil.copy(ROOT / name, path / name)
-    shutil.copytree(ROOT / "flake8_torchdevice", path / "flake8_torchdevice",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    copy_source(path)
     _git("init", "-q", ".", cwd=path)
     _git("add", "-A", cwd=path)
     _git("commit", "-q", "-m", "hooks", cwd=path)
 
 
-def _try_repo(repo, cwd, home):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRE_COMMIT", "FLAKE8", "VIRTUAL_ENV"))}
-    env["PRE_COMMIT_HOME"] = str(home)
+def _pre_commit(*args, cwd, home):
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(repo), "--all-files", "--verbose"],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=540,
+        [sys.executable, "-m", "pre_commit", *args, "--all-files", "--verbose"],
+        cwd=cwd, env=clean_env(PRE_COMMIT_HOME=str(home)), capture_output=True, text=True, timeout=540,
     )
+
+
+def _try_repo(repo, cwd, home):
+    return _pre_commit("try-repo", str(repo), cwd=cwd, home=home)
 
 
 def _status(output: str, hook: str) -> str:
@@ -90,3 +87,46 @@ def test_both_hooks_through_try_repo(tmp_path):
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Passed"
+
+    # a file that does not parse fails both hooks, each saying where (flake8's
+    # hook once selected TDV only, which drops E999, and passed it)
+    (target / "broken.py").write_text("import torch\ndef f(:\n    torch.load(p)\n", encoding="utf-8")
+    _git("add", "-A", cwd=target)
+    broken = _try_repo(repo, target, tmp_path / "cache")
+    output = broken.stdout + broken.stderr
+    assert broken.returncode == 1, output
+    assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Failed"
+    assert re.search(r"^broken\.py:2:\d+: E999 SyntaxError", output, re.M), output
+    assert "torchdevice: broken.py: syntax error at line 2" in output
+
+
+def _readme_hook_config() -> dict:
+    """The README's config for this repository's hooks (the block naming ``id: torchdevice``)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("### pre-commit", 1)[1]
+    blocks = re.findall(r"```yaml\n(.*?)```", section.split("\n### ", 1)[0], flags=re.S)
+    ours = [block for block in blocks if "id: torchdevice" in block]
+    assert len(ours) == 1, blocks
+    return yaml.safe_load(ours[0])
+
+
+def test_the_readme_config_with_a_clone_path_and_a_commit_sha(tmp_path):
+    """``repo:`` a local clone, ``rev:`` a commit SHA, as the README says, through ``pre-commit run``."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    config = _readme_hook_config()
+    (entry,) = config["repos"]
+    assert re.fullmatch(r"[0-9a-f]{40}", str(entry["rev"])), "the README's rev: should look like a commit SHA"
+    repo, target = tmp_path / "hooks", tmp_path / "project"
+    _hook_repo(repo)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    entry.update(repo=str(repo), rev=sha.strip())
+    target.mkdir()
+    (target / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (target / "bad.py").write_text(BAD, encoding="utf-8")
+    _git("init", "-q", ".", cwd=target)
+    _git("add", "-A", cwd=target)
+    result = _pre_commit("run", cwd=target, home=tmp_path / "cache")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert _status(output, "torchdevice") == "Failed"
+    assert "bad.py:2:9: TDV201" in output

@@ -33,6 +33,7 @@ print(_helper.VALUE, flush=True)
 
 @pytest.fixture(scope="module")
 def server():
+    pytest.importorskip("torch")  # the server imports torch before its first fork
     started = warm.Server({**os.environ, **proofs.SHARED_ENV, "CUDA_VISIBLE_DEVICES": ""})
     yield started
     started.close()
