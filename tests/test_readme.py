@@ -185,3 +185,31 @@ def test_the_ci_recipe_uses_the_action_as_declared():
     upload = next(step for step in steps if "upload-sarif" in step["uses"])
     output = re.fullmatch(r"\$\{\{ steps\.torchdevice\.outputs\.([\w-]+) \}\}", upload["with"]["sarif_file"])
     assert output and output[1] in action["outputs"]
+
+
+def _python_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_every_python_block_of_the_readme_runs_and_prints_what_it_says(capsys):
+    """Each ```python block runs as written; a ``# comment`` after a print of
+    a literal is checked against what was printed."""
+    blocks = _python_blocks()
+    assert blocks, "the README has a Python API example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+        printed = capsys.readouterr().out.splitlines()
+        promised = [line.split("# ", 1)[1].strip() for line in block.splitlines() if line.startswith("print(") and "# [" in line]
+        for claim in promised:
+            assert claim in printed, (claim, printed)
+
+
+def test_the_api_example_fixes_only_the_unsilenced_finding():
+    from flake8_torchdevice import check_source, fix_source
+
+    source = 'import torch\nstate = torch.load("ckpt.pt")\nold = torch.load("old.pt")  # noqa: TDV201\n'
+    fixed = fix_source(source)
+    assert fixed.splitlines()[1] == 'state = torch.load("ckpt.pt", map_location="cpu")'
+    assert fixed.splitlines()[2] == source.splitlines()[2]
+    assert fix_source(source, check_source(source)).count('map_location="cpu"') == 2  # what was asked
