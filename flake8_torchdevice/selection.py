@@ -10,11 +10,15 @@ rule's logic is repeated. Units of code, from the ``ast`` tree:
 - a unit is kept when it holds a needed word (``words``) of a rule that can
   report in this file; for ``FUNCTION`` scope, a word in module-level code
   keeps all module-level code (it is one scope for data flow); for
-  ``CLASS`` scope, a word in a class keeps the whole top-level class;
+  ``CLASS`` scope, a word in a class keeps the whole top-level class; for
+  ``STATEMENT`` scope, a unit not kept whole keeps only the statements
+  holding a word or a context word, with the headers (decorators,
+  signatures, ``if``/``with``/``try`` clauses) of the statements around them;
 - context, always kept with them: the header and decorators of every
   enclosing class (a def's decorators are part of it), and every
   module-level and class-level statement holding a context word (guards,
-  early exits, ``pytestmark``: see ``analysis.guards.context_words``).
+  early exits, ``pytestmark``: see ``analysis.guards.context_words``);
+- a word in a docstring asks for nothing: no rule reports in one.
 
 ``compact`` then joins the kept lines alone, keeping their columns and a
 map back to their line numbers.
