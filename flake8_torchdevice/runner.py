@@ -10,12 +10,11 @@ import ast
 import difflib
 import logging
 import os
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from . import files, notebooks
+from . import files, notebooks, pool
 from .engine import check_source
 from .noqa import filter_noqa
 from .rules import RULES_BY_CODE
@@ -159,8 +158,8 @@ def lint_paths(paths: Sequence[str], options: Options, jobs: int) -> list[Outcom
     items = [(path, options) for path in paths]
     if jobs > 1 and len(items) >= PARALLEL_THRESHOLD:
         try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
-                return list(pool.map(_work, items, chunksize=max(1, len(items) // (jobs * 4))))
+            chunksize = max(1, len(items) // (jobs * 4))
+            return pool.ordered_map(_work, items, min(jobs, len(items)), chunksize)
         except (OSError, ImportError, NotImplementedError, BrokenProcessPool):
             pass  # no working multiprocessing here (e.g. no /dev/shm): run serially
     return [_work(item) for item in items]
