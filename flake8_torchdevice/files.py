@@ -114,20 +114,69 @@ def decode(data: bytes, name: str) -> SourceFile:
         raise ReadError(f"{name}: cannot decode: {reason.splitlines()[0] if reason else exc}") from None
 
 
-def write_atomic(path: str, source: SourceFile) -> None:
-    """Replace ``path`` with ``source``: same encoding, newlines, file mode."""
+class WriteError(Exception):
+    """A file that --fix must not or cannot write; the message is one line."""
+
+
+def writable(path: str, name: str) -> os.stat_result:
+    """The file's status, if the user may write it; else ``WriteError``.
+
+    A file without any write bit (``chmod a-w``, 0444) is refused even for
+    root, who could write it: read-only is the user's decision, as for ruff.
+    """
+    info = os.stat(path)
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise WriteError(f"{name}: not fixed: the file is read-only")
+    if not os.access(path, os.W_OK):
+        raise WriteError(f"{name}: not fixed: no permission to write it")
+    return info
+
+
+def write_atomic(path: str, source: SourceFile, name: str = "") -> None:
+    """Replace ``path`` with ``source``: same encoding, newlines, mode, owner.
+
+    Normally a new file renamed over the old one (never half-written). When a
+    rename would break hard links or could not keep the owner and group (the
+    user may write a file someone else owns), the file is rewritten in place.
+    """
     data = source.text.encode(source.encoding)
     target = os.path.realpath(path)  # keep a symlink a symlink
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".torchdevice-", suffix=".tmp")
+    info = writable(target, name or path)
+    if info.st_nlink > 1 or not _replace(target, data, info):
+        _overwrite(target, data)
+
+
+def _replace(target: str, data: bytes, info: os.stat_result) -> bool:
+    """Write a temporary file and rename it over ``target``; False if that
+    would change the owner or group (nothing is written then)."""
     try:
+        handle, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".torchdevice-", suffix=".tmp")
+    except PermissionError:  # a writable file in a read-only directory
+        return False
+    try:
+        try:
+            if hasattr(os, "chown"):  # POSIX
+                os.chown(temp, info.st_uid, info.st_gid)
+        except PermissionError:
+            os.close(handle)
+            os.unlink(temp)
+            return False
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temp, mode)
+        os.chmod(temp, stat.S_IMODE(info.st_mode))
         os.replace(temp, target)
+        return True
     except BaseException:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+def _overwrite(target: str, data: bytes) -> None:
+    with open(target, "r+b") as out:
+        out.write(data)
+        out.truncate()
+        out.flush()
+        os.fsync(out.fileno())

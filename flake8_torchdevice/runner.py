@@ -102,9 +102,7 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
         if count and options.diff:
             outcome.diff = _unified_diff(source.text, fixed_text, outcome.path)
             outcome.fixed = count
-        elif count:
-            if path != "-":
-                files.write_atomic(path, files.SourceFile(fixed_text, source.encoding))
+        elif count and _write(path, files.SourceFile(fixed_text, source.encoding), outcome):
             source = files.SourceFile(fixed_text, source.encoding)
             outcome.fixed = count
             outcome.problems.clear()
@@ -112,6 +110,19 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
     if options.fix and path == "-":
         outcome.output = source.text
     outcome.findings = [_finding(outcome.path, v, None, v.line, options) for v in violations]
+
+
+def _write(path: str, source: files.SourceFile, outcome: Outcome) -> bool:
+    """False, with the reason in ``outcome``, for a file --fix may not write:
+    its findings are then reported as they are."""
+    if path == "-":
+        return True
+    try:
+        files.write_atomic(path, source, outcome.path)
+    except files.WriteError as exc:
+        outcome.io_error = str(exc)
+        return False
+    return True
 
 
 def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
