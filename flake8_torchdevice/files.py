@@ -87,31 +87,47 @@ def _walk(root: str, excluded: Excluder, skip: Excluder) -> Iterator[str]:
         ]
         for name in files:
             full = os.path.join(folder, name)
-            if name.endswith(SUFFIXES) and not excluded(full):
+            # A dangling symlink found by walking is skipped, as ruff does;
+            # named on the command line it is still an error.
+            if name.endswith(SUFFIXES) and not excluded(full) and os.path.exists(full):
                 yield full
 
 
-def read_bytes(path: str) -> bytes:
-    """Read a regular file; FIFOs and devices are refused (they could block)."""
+def read_bytes(path: str, name: str = "") -> bytes:
+    """Read a regular file; FIFOs and devices are refused (they could block).
+    Errors name the file ``name`` (the path as findings show it)."""
+    name = name or path
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):
-            raise ReadError(f"{path}: is a directory")
+            raise ReadError(f"{name}: is a directory")
         if not stat.S_ISREG(mode):
-            raise ReadError(f"{path}: not a regular file")
+            raise ReadError(f"{name}: not a regular file")
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        raise ReadError(f"{path}: {exc.strerror or exc}") from None
+        raise ReadError(f"{name}: {exc.strerror or exc}") from None
 
 
 def decode(data: bytes, name: str) -> SourceFile:
+    if b"\0" in data:  # Python refuses NUL bytes in source: not a text file
+        raise ReadError(f"{name}: cannot decode: binary file (contains NUL bytes)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if "invalid or missing encoding declaration" not in exc.msg:
+            raise ReadError(f"{name}: cannot decode: {exc.msg.splitlines()[0]}") from None
+        encoding = "utf-8"  # no cookie, and the first lines are not UTF-8: say where
+    try:
         return SourceFile(data.decode(encoding), encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-        raise ReadError(f"{name}: cannot decode: {reason.splitlines()[0] if reason else exc}") from None
+    except LookupError as exc:
+        raise ReadError(f"{name}: cannot decode: {exc}") from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        label = "UTF-8" if encoding.startswith("utf-8") else encoding
+        raise ReadError(
+            f"{name}: cannot decode as {label}: {exc.reason} (byte 0x{data[exc.start]:02x} on line {line})"
+        ) from None
 
 
 class WriteError(Exception):

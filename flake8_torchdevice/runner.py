@@ -64,7 +64,7 @@ def lint_path(path: str, display: str, options: Options, data: Optional[bytes] =
     outcome = Outcome(display)
     try:
         if data is None:
-            data = files.read_bytes(path)
+            data = files.read_bytes(path, display)
         if display.endswith(".ipynb"):
             _lint_notebook(data, outcome, options)
         else:

@@ -369,3 +369,45 @@ def test_exit_zero_keeps_findings_but_not_io_errors(tmp_path):
     result = run_cli("--exit-zero", "bad.py", cwd=tmp_path)
     assert result.code == 0 and _locations(result.out) == [("bad.py", 2, 9, "TDV201")]
     assert run_cli("--exit-zero", "bad.py", "missing.py", cwd=tmp_path).code == 2
+
+
+# -- odd files found while walking ---------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
+def test_a_dangling_symlink_in_a_tree_is_skipped_but_not_when_named(tmp_path):
+    _write(tmp_path / "bad.py", BAD)
+    os.symlink("nowhere.py", tmp_path / "dangling.py")
+    walked = run_process(".", cwd=tmp_path)
+    assert (walked.returncode, walked.stderr.decode()) == (1, "")
+    assert _locations(walked.stdout.decode()) == [("bad.py", 2, 9, "TDV201")]
+    named = run_process("dangling.py", cwd=tmp_path)
+    assert named.returncode == 2
+    assert named.stderr.decode().splitlines() == ["torchdevice: dangling.py: No such file or directory"]
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"import torch\n\x00\x00\x01", "cannot decode: binary file (contains NUL bytes)"),
+        (b"\xff\xfeimport torch\n", "cannot decode as UTF-8: invalid start byte (byte 0xff on line 1)"),
+        (b"import torch\n\nx = '\xe9'\n", "cannot decode as UTF-8: invalid continuation byte (byte 0xe9 on line 3)"),
+        (b"# coding: ascii\nx = '\xe9'\n", "cannot decode as ascii: ordinal not in range(128) (byte 0xe9 on line 2)"),
+    ],
+    ids=["nul-bytes", "not-utf8-first-line", "not-utf8-later", "not-the-declared-encoding"],
+)
+def test_undecodable_files_say_why_and_where(tmp_path, data, message):
+    _write(tmp_path / "x.py", data)
+    result = run_cli(".", cwd=tmp_path)
+    assert (result.code, result.err_lines) == (2, [f"torchdevice: x.py: {message}"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_error_lines_and_findings_name_files_the_same_way(tmp_path):
+    _write(tmp_path / "pkg" / "bad.py", BAD)
+    _write(tmp_path / "pkg" / "enc.py", b"x = '\xff'\n")
+    _write(tmp_path / "pkg" / "broken.py", "torch.load(\n")
+    os.mkfifo(tmp_path / "pkg" / "pipe.py")  # a read error, not a decode error
+    result = run_cli(".", cwd=tmp_path)
+    assert [path for path, *_ in _locations(result.out)] == [os.path.join("pkg", "bad.py")]
+    named = sorted(line.split(": ")[1] for line in result.err_lines)
+    assert named == [os.path.join("pkg", name) for name in ("broken.py", "enc.py", "pipe.py")]
