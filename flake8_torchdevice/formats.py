@@ -24,7 +24,8 @@ def render(fmt: str, findings: Sequence[Finding]) -> str:
 
 
 def _where(f: Finding) -> str:
-    return f"{f.path}:cell {f.cell}" if f.cell is not None else f.path
+    # nbqa's form: no space, so that path:line:col problem matchers still match
+    return f"{f.path}:cell_{f.cell}" if f.cell is not None else f.path
 
 
 def text(findings: Sequence[Finding]) -> str:

@@ -5,8 +5,9 @@ and every line remembers its (cell, line). IPython syntax is masked, keeping
 line numbers: a line magic, shell escape or help query (``%time f()``,
 ``!pip install``, ``x = !ls``, ``obj?``) becomes ``pass`` at the same indent;
 a cell whose first line is a cell magic is skipped unless the magic runs the
-cell's Python (``%%time``, ``%%capture``, ...). Cells are numbered from 1 in
-notebook order, counting every cell (as they appear on screen).
+cell's Python (``%%time``, ``%%capture``, ...). Code cells are numbered from 1,
+markdown and raw cells not counted: nbqa's numbering, so that ``nbqa flake8``
+and ``torchdevice`` name the same cell for the same finding.
 """
 
 from __future__ import annotations
@@ -35,16 +36,15 @@ class VirtualModule:
 
 
 def cell_sources(text: str, name: str) -> list[tuple[int, str]]:
-    """(cell number, source) for each code cell."""
+    """(cell number, source) for each code cell, numbered among code cells."""
     try:
         data = json.loads(text)
         cells = data["cells"] if isinstance(data, dict) else None
         if not isinstance(cells, list):
             raise NotebookError(f"{name}: not a Jupyter notebook (no cell list)")
+        code = [cell for cell in cells if cell.get("cell_type") == "code"]
         found = []
-        for number, cell in enumerate(cells, start=1):
-            if cell.get("cell_type") != "code":
-                continue
+        for number, cell in enumerate(code, start=1):
             source = cell.get("source", "")
             found.append((number, "".join(source) if isinstance(source, list) else str(source)))
         return found
@@ -70,9 +70,14 @@ def _mask_line(line: str) -> str:
 
 
 def virtual_module(text: str, name: str) -> VirtualModule:
+    return join(cell_sources(text, name))
+
+
+def join(cells: list[tuple[int, str]]) -> VirtualModule:
+    """One module of these (number, source) cells, lines mapped back."""
     lines: list[str] = []
     places: list[tuple[int, int]] = []
-    for number, source in cell_sources(text, name):
+    for number, source in cells:
         masked = mask(source)
         if masked and masked[-1] == "":
             masked.pop()  # the cell's own trailing newline

@@ -127,17 +127,48 @@ def _write(path: str, source: files.SourceFile, outcome: Outcome) -> bool:
 
 def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
     text = files.decode(data, outcome.path).text
-    module = notebooks.virtual_module(text, outcome.path)
+    cells = notebooks.cell_sources(text, outcome.path)
+    module = notebooks.join(cells)
     try:
         tree = ast.parse(module.source)
-    except (SyntaxError, ValueError) as exc:
-        cell, line = module.place(getattr(exc, "lineno", None) or 1)
-        message = getattr(exc, "msg", str(exc))
-        outcome.problems.append(f"{outcome.path}:cell {cell}: syntax error at line {line}: {message}")
-        return
+    except (SyntaxError, ValueError):
+        # Check the rest without the cells that do not parse, so that one
+        # broken cell does not hide the findings of all the others.
+        broken = [cell for cell in cells if not _cell_parses(cell, outcome)]
+        module = notebooks.join([cell for cell in cells if cell not in broken])
+        try:
+            tree = ast.parse(module.source)
+        except (SyntaxError, ValueError) as exc:  # cells that only fail together
+            _syntax_problem(outcome, module, exc)
+            return
     for v in _violations(module.source, options, outcome, tree):
         cell, line = module.place(v.line)
         outcome.findings.append(_finding(outcome.path, v, cell, line, options))
+    _refuse_notebook_fix(outcome, options)
+
+
+def _cell_parses(cell: tuple[int, str], outcome: Outcome) -> bool:
+    module = notebooks.join([cell])
+    try:
+        ast.parse(module.source)
+    except (SyntaxError, ValueError) as exc:
+        _syntax_problem(outcome, module, exc)
+        return False
+    return True
+
+
+def _syntax_problem(outcome: Outcome, module: notebooks.VirtualModule, exc: Exception) -> None:
+    cell, line = module.place(getattr(exc, "lineno", None) or 1)
+    message = getattr(exc, "msg", str(exc))
+    outcome.problems.append(f"{outcome.path}:cell_{cell}: syntax error at line {line}: {message}")
+
+
+def _refuse_notebook_fix(outcome: Outcome, options: Options) -> None:
+    if options.fix or options.diff:
+        from .fixes import can_fix
+
+        if any(can_fix(f.code, options.unsafe_fixes) for f in outcome.findings):
+            outcome.problems.append(f"{outcome.path}: not fixed: --fix and --diff do not rewrite notebooks")
 
 
 def _finding(path: str, v, cell: Optional[int], line: int, options: Options) -> Finding:

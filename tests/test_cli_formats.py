@@ -34,7 +34,7 @@ def test_json_lists_every_finding_with_positions(project):
     assert result.code == 1
     items = json.loads(result.out)
     assert [(i["path"], i["cell"], i["line"], i["column"], i["end_line"]) for i in items] == [
-        ("nb.ipynb", 2, 3, 5, 3),
+        ("nb.ipynb", 1, 3, 5, 3),  # nbqa's numbering: code cells only
         ("pkg/bad.py", None, 2, 9, 2),
         ("pkg/bad.py", None, 3, 9, 5),
     ]
@@ -52,7 +52,7 @@ def test_github_annotations(project):
     lines = run_cli("--format", "github", ".", cwd=project).out.splitlines()
     message = RULES_BY_CODE["TDV201"].MESSAGE
     assert lines[1] == f"::warning file=pkg/bad.py,line=2,col=9,endLine=2,endColumn=30,title=TDV201::{message}"
-    assert lines[0].startswith("::warning file=nb.ipynb,title=TDV201::cell 2, line 3, col 5: ")
+    assert lines[0].startswith("::warning file=nb.ipynb,title=TDV201::cell 1, line 3, col 5: ")
     assert len(lines) == 3
 
 
