@@ -9,8 +9,9 @@ parent then gets the pending signal as soon as it unblocks it.
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
@@ -38,37 +39,65 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _start_workers(pool: ProcessPoolExecutor, count: int) -> None:
-    """Fork every worker now, while SIGINT is blocked (they start lazily)."""
-    for future in [pool.submit(int) for _ in range(count)]:
-        future.result()
+def _workers(pool) -> set:
+    return {process.pid for process in getattr(pool, "_pool", ())}
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def _died(pool, started: set) -> bool:
+    """A worker killed from outside (OOM, a crash) loses its task for good;
+    the pool replaces only dead workers, so a new pid means one died."""
+    return not _workers(pool) <= started
+
+
+def _stop(pool) -> None:
     """Kill the workers now; queued work is dropped, not waited for."""
     with _sigint_blocked():  # a second Ctrl-C must not interrupt the cleanup
-        terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
-        if terminate is not None:
-            terminate()
-        else:
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
-                process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.terminate()
 
 
 def ordered_map(function: Callable[[T], R], items: Sequence[T], jobs: int, chunksize: int = 1) -> list[R]:
-    """``[function(i) for i in items]`` in ``jobs`` processes, in input order."""
+    """``[function(i) for i in items]`` in ``jobs`` processes, in input order.
+
+    Raises ``BrokenProcessPool`` if a worker dies (the caller may go serial).
+    """
     with _sigint_blocked():
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
-        try:
-            _start_workers(pool, jobs)
-        except BaseException:
-            _stop(pool)
-            raise
+        pool = multiprocessing.Pool(jobs, initializer=_ignore_sigint)  # forks every worker now
     try:
-        results = list(pool.map(function, items, chunksize=chunksize))
+        started = _workers(pool)
+        pending = pool.map_async(function, items, chunksize=chunksize)
+        while not pending.ready():
+            pending.wait(0.2)
+            if _died(pool, started):
+                raise BrokenProcessPool("a worker process died")
+        results = pending.get()
     except BaseException:  # KeyboardInterrupt above all: do not wait for queued work
         _stop(pool)
         raise
-    pool.shutdown(wait=True)
+    pool.close()
+    pool.join()
     return results
+
+
+def serial_map(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[function(i) for i in items]``; a Ctrl-C that the work swallowed
+    (code that catches broad exceptions turns one into an internal error)
+    still stops the loop after the current item."""
+    pressed = []
+
+    def handler(signum, frame):
+        pressed.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: no handler of our own
+        return [function(item) for item in items]
+    try:
+        results = []
+        for item in items:
+            results.append(function(item))
+            if pressed:
+                raise KeyboardInterrupt
+        return results
+    finally:
+        signal.signal(signal.SIGINT, old)

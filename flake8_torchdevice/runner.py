@@ -204,4 +204,4 @@ def lint_paths(paths: Sequence[str], options: Options, jobs: int) -> list[Outcom
             return pool.ordered_map(_work, items, min(jobs, len(items)), chunksize)
         except (OSError, ImportError, NotImplementedError, BrokenProcessPool):
             pass  # no working multiprocessing here (e.g. no /dev/shm): run serially
-    return [_work(item) for item in items]
+    return pool.serial_map(_work, items)

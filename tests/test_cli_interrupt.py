@@ -111,10 +111,11 @@ def test_ctrl_c_with_workers_is_one_line_and_quick(tree, moment):
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_a_single_process_run(tree):
+@pytest.mark.parametrize("after_s", [0.0, 0.2, 0.5])
+def test_ctrl_c_in_a_single_process_run(tree, after_s):
     process = _start(tree, jobs=1)
-    _wait(lambda: _loaded_libcst(process.pid), process)
-    time.sleep(0.2)  # well inside the run
+    _wait(lambda: _loaded_libcst(process.pid), process)  # the first file is being parsed
+    time.sleep(after_s)
     elapsed, err = _interrupt(process)
     assert (process.returncode, err.splitlines()) == (130, ["torchdevice: interrupted"]), err
     assert elapsed < LIMIT_S
@@ -135,3 +136,21 @@ def test_ctrl_c_while_the_program_is_loading(tree):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, timeout=60)
     assert (done.returncode, done.stderr.decode().splitlines()) == (130, ["torchdevice: interrupted"])
+
+
+def _exit_on_three(value: int) -> int:
+    if value == 3:
+        os._exit(1)  # as a worker killed by the OOM killer would
+    return value * 2
+
+
+def test_a_dead_worker_is_reported_not_waited_for_forever():
+    from concurrent.futures.process import BrokenProcessPool
+
+    from flake8_torchdevice.pool import ordered_map
+
+    assert ordered_map(_exit_on_three, [1, 2, 4, 5], jobs=2) == [2, 4, 8, 10]
+    start = time.monotonic()
+    with pytest.raises(BrokenProcessPool):
+        ordered_map(_exit_on_three, list(range(8)), jobs=2)
+    assert time.monotonic() - start < 10
