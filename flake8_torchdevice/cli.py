@@ -7,6 +7,7 @@ status 130 as one during the run, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 
 PROG = "torchdevice"
@@ -19,10 +20,23 @@ def main(argv: "Sequence[str] | None" = None) -> int:  # no typing import: start
         return execute(argv)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
+        if argv is None:  # the program itself (the console script): end now
+            _exit_now(130)
         return 130
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (e.g. | head): not our error
         return 1
+
+
+def _exit_now(status: int) -> None:
+    """Skip the interpreter's exit handlers: after Ctrl-C they would join the
+    process pool's threads (seconds); the workers are already killed."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -56,13 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stdin-filename", default="stdin", help="name to report for - (a .ipynb name reads a notebook)")
     p.add_argument("--config", type=Path, help="pyproject.toml to read (default: the nearest one upwards)")
     p.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (I/O errors still exit 2)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even with findings or files that could not be checked (usage errors still exit 2)")
+    p.add_argument("--statistics", action="store_true", help="count the findings per code (--format text)")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
 
 
 def execute(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["rule"]:  # a file named "rule" is linted as ./rule
+            return show_rule(argv[1:])
         return run(build_parser().parse_args(argv))
     except (UsageError, config.ConfigError) as exc:
         _say(f"error: {exc}")
@@ -92,22 +97,48 @@ def run(args) -> int:
     if args.paths.count("-") > 1:
         raise UsageError("- (stdin) given more than once")
     options, excluder = _settings(args)
+    if args.statistics and args.format != "text":
+        raise UsageError("--statistics works with --format text only")
     errors: list[str] = []
     paths = files.discover(args.paths or ["."], excluder, errors)
     outcomes = _lint(paths, options, args)
     findings = [f for o in outcomes for f in o.findings]
+    notices = [formats.Notice(m) for m in errors]
+    notices += [formats.Notice(m, o.path) for o in outcomes for m in [*o.problems, *filter(None, [o.io_error])]]
     errors += [o.io_error for o in outcomes if o.io_error]
     problems = [p for o in outcomes for p in o.problems]
     for message in problems + errors:
         _say(message)
-    _emit(outcomes, findings, args)
+    _emit(outcomes, findings, args, notices, bool(errors))
+    if args.exit_zero:  # findings and files that could not be checked alike (CI uploads)
+        return 0
     if errors:
         return 2
-    if args.exit_zero:
-        return 0
     if args.diff:
         return 1 if any(o.diff for o in outcomes) else 0
     return 1 if findings or problems else 0
+
+
+def show_rule(argv: list[str]) -> int:
+    """``torchdevice rule TDV201`` / ``rule --all``: print the rule's page."""
+    from .rules import ALL_RULES
+    from .ruledocs import UnknownRule, rule_page
+
+    parser = _Parser(prog=f"{PROG} rule", description="Print a rule's documentation page.")
+    parser.add_argument("code", nargs="?", help="a rule code, e.g. TDV201")
+    parser.add_argument("--all", action="store_true", help="every rule's page")
+    args = parser.parse_args(argv)
+    if bool(args.code) == args.all:
+        raise UsageError("rule needs a code (e.g. TDV201) or --all")
+    codes = [rule.CODE for rule in ALL_RULES] if args.all else [args.code]
+    if args.code and args.code not in {rule.CODE for rule in ALL_RULES}:
+        raise UsageError(f"no rule {args.code!r} (known: {', '.join(r.CODE for r in ALL_RULES)})")
+    try:
+        pages = [rule_page(code) for code in codes]
+    except UnknownRule as exc:
+        raise UsageError(str(exc)) from None
+    sys.stdout.write("\n".join(page if page.endswith("\n") else page + "\n" for page in pages))
+    return 0
 
 
 def _lint(paths: list[str], options: Options, args) -> list[Outcome]:
@@ -119,13 +150,15 @@ def _lint(paths: list[str], options: Options, args) -> list[Outcome]:
     return [outcomes[p] for p in paths]
 
 
-def _emit(outcomes: list[Outcome], findings: list, args) -> None:
+def _emit(outcomes: list[Outcome], findings: list, args, notices: list, failed: bool) -> None:
     if args.diff:
         sys.stdout.write("".join(o.diff for o in outcomes))
         return
     fixed = [o for o in outcomes if o.fixed]
     stdin_fixed = [o.output for o in outcomes if o.output is not None]
-    report = formats.render(args.format, findings)
+    report = formats.render(args.format, findings, notices, failed)
+    if args.statistics:
+        report += formats.statistics(findings)
     if stdin_fixed:  # stdout carries the fixed code; findings go to stderr
         sys.stdout.write(stdin_fixed[0])
         sys.stderr.write(report)

@@ -85,3 +85,80 @@ def join(cells: list[tuple[int, str]]) -> VirtualModule:
             lines.append(line)
             places.append((number, index))
     return VirtualModule("\n".join(lines) + "\n" if lines else "", places)
+
+
+def file_lines(text: str) -> dict[tuple[int, int], int]:
+    """(cell, line) -> the line of the .ipynb file that holds it, for reports
+    that point into the file itself (SARIF regions, GitHub annotations).
+
+    Source lines are JSON strings, one per line in nbformat's layout; a cell
+    whose source is one string maps all its lines to that string's line.
+    """
+    try:
+        places: dict[tuple[int, int], int] = {}
+        for number, pieces in enumerate(_code_sources(text), start=1):
+            line = 1
+            for start, piece in pieces:
+                file_line = text.count("\n", 0, start) + 1
+                spanned = piece.count("\n") + (not piece.endswith("\n"))  # lines it starts or holds
+                for offset in range(spanned):
+                    places.setdefault((number, line + offset), file_line)
+                line += piece.count("\n")
+        return places
+    except (ValueError, IndexError, KeyError):
+        return {}  # not nbformat's shape: reports keep the cell and line only
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _code_sources(text: str) -> list[list[tuple[int, str]]]:
+    """For each code cell, its source pieces as (offset in text, string)."""
+    cells = next(span for key, span in _members(text, _ws(text, 0)) if key == "cells")
+    found = []
+    for start, _ in _items(text, cells[0]):
+        members = dict(_members(text, start))
+        kind, _ = _DECODER.raw_decode(text, members["cell_type"][0])
+        if kind != "code":
+            continue
+        source = members.get("source")
+        if source is None:
+            found.append([])
+        elif text[source[0]] == "[":
+            found.append([(s, _DECODER.raw_decode(text, s)[0]) for s, _ in _items(text, source[0])])
+        else:
+            found.append([(source[0], _DECODER.raw_decode(text, source[0])[0])])
+    return found
+
+
+def _ws(text: str, index: int) -> int:
+    return _SPACE.match(text, index).end()
+
+
+def _members(text: str, index: int):
+    """(key, (value start, value end)) of the JSON object at ``index``."""
+    if text[index] != "{":
+        raise ValueError("not an object")
+    index = _ws(text, index + 1)
+    while text[index] != "}":
+        key, index = json.decoder.scanstring(text, index + 1)
+        index = _ws(text, _ws(text, index) + 1)  # past the colon
+        _, end = _DECODER.raw_decode(text, index)
+        yield key, (index, end)
+        index = _ws(text, end)
+        if text[index] == ",":
+            index = _ws(text, index + 1)
+
+
+def _items(text: str, index: int):
+    """(start, end) of each value of the JSON array at ``index``."""
+    if text[index] != "[":
+        raise ValueError("not an array")
+    index = _ws(text, index + 1)
+    while text[index] != "]":
+        _, end = _DECODER.raw_decode(text, index)
+        yield index, end
+        index = _ws(text, end)
+        if text[index] == ",":
+            index = _ws(text, index + 1)

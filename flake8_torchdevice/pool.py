@@ -9,9 +9,9 @@ parent then gets the pending signal as soon as it unblocks it.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence, TypeVar
 
@@ -39,42 +39,56 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _workers(pool) -> set:
-    return {process.pid for process in getattr(pool, "_pool", ())}
+def _chunk(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    return [function(item) for item in items]
 
 
-def _died(pool, started: set) -> bool:
-    """A worker killed from outside (OOM, a crash) loses its task for good;
-    the pool replaces only dead workers, so a new pid means one died."""
-    return not _workers(pool) <= started
+def _wait(future):
+    """``future.result()``, waking every 0.1 s: a SIGINT handled on another
+    thread only sets a flag, which a main thread blocked on a lock never sees."""
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except FutureTimeout:
+            continue
 
 
-def _stop(pool) -> None:
-    """Kill the workers now; queued work is dropped, not waited for."""
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Kill the workers now; queued work is dropped, not waited for.
+
+    Futures are left as they are: cancelling them races with the pool's
+    manager thread, which then prints an InvalidStateError traceback.
+    """
     with _sigint_blocked():  # a second Ctrl-C must not interrupt the cleanup
-        pool.terminate()
+        terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+        if terminate is not None:
+            terminate()
+        else:
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=False)
 
 
 def ordered_map(function: Callable[[T], R], items: Sequence[T], jobs: int, chunksize: int = 1) -> list[R]:
     """``[function(i) for i in items]`` in ``jobs`` processes, in input order.
 
-    Raises ``BrokenProcessPool`` if a worker dies (the caller may go serial).
+    A worker that dies (OOM killer, a crash) raises ``BrokenProcessPool``.
     """
-    with _sigint_blocked():
-        pool = multiprocessing.Pool(jobs, initializer=_ignore_sigint)  # forks every worker now
+    chunks = [items[i:i + chunksize] for i in range(0, len(items), chunksize)]
+    with _sigint_blocked():  # the first submit forks the workers (fork context)
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+        try:
+            futures = [pool.submit(_chunk, function, chunk) for chunk in chunks[:1]]
+        except BaseException:
+            _stop(pool)
+            raise
     try:
-        started = _workers(pool)
-        pending = pool.map_async(function, items, chunksize=chunksize)
-        while not pending.ready():
-            pending.wait(0.2)
-            if _died(pool, started):
-                raise BrokenProcessPool("a worker process died")
-        results = pending.get()
+        futures += [pool.submit(_chunk, function, chunk) for chunk in chunks[1:]]
+        results = [result for future in futures for result in _wait(future)]
     except BaseException:  # KeyboardInterrupt above all: do not wait for queued work
         _stop(pool)
         raise
-    pool.close()
-    pool.join()
+    pool.shutdown(wait=True)
     return results
 
 

@@ -7,6 +7,7 @@ processes; output is assembled by the caller in the input order.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import logging
 import os
@@ -46,6 +47,7 @@ class Finding:
     message: str
     cell: Optional[int] = None
     fixable: bool = False
+    file_line: Optional[int] = None  # notebooks: the .ipynb line holding the cell's line
 
 
 @dataclass
@@ -141,9 +143,11 @@ def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
         except (SyntaxError, ValueError) as exc:  # cells that only fail together
             _syntax_problem(outcome, module, exc)
             return
+    in_file = notebooks.file_lines(text)
     for v in _violations(module.source, options, outcome, tree):
         cell, line = module.place(v.line)
-        outcome.findings.append(_finding(outcome.path, v, cell, line, options))
+        finding = _finding(outcome.path, v, cell, line, options)
+        outcome.findings.append(dataclasses.replace(finding, file_line=in_file.get((cell, line))))
     _refuse_notebook_fix(outcome, options)
 
 

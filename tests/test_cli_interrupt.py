@@ -68,7 +68,12 @@ def _wait(condition, process, timeout=60.0) -> None:
 def _interrupt(process) -> tuple[float, str]:
     start = time.monotonic()
     os.killpg(process.pid, signal.SIGINT)
-    _, err = process.communicate(timeout=30)
+    try:
+        _, err = process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGABRT)
+        _, err = process.communicate(timeout=5)
+        raise AssertionError(err.decode()[-4000:])
     return time.monotonic() - start, err.decode()
 
 
@@ -82,7 +87,7 @@ def _gone(pid: int) -> bool:
 def _start(tree, jobs: int):
     return subprocess.Popen(
         [*SCRIPT, f"-j{jobs}", "."], cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True,
+        start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
 
 
