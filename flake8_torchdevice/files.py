@@ -110,8 +110,6 @@ def read_bytes(path: str, name: str = "") -> bytes:
 
 
 def decode(data: bytes, name: str) -> SourceFile:
-    if b"\0" in data:  # Python refuses NUL bytes in source: not a text file
-        raise ReadError(f"{name}: cannot decode: binary file (contains NUL bytes)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
@@ -123,6 +121,8 @@ def decode(data: bytes, name: str) -> SourceFile:
     except LookupError as exc:
         raise ReadError(f"{name}: cannot decode: {exc}") from None
     except UnicodeDecodeError as exc:
+        if b"\0" in data:  # undecodable with NUL bytes: an image, a .pyc, ...
+            raise ReadError(f"{name}: cannot decode: binary file (contains NUL bytes)") from None
         line = data.count(b"\n", 0, exc.start) + 1
         label = "UTF-8" if encoding.startswith("utf-8") else encoding
         raise ReadError(

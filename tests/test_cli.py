@@ -426,7 +426,7 @@ def test_a_dangling_symlink_in_a_tree_is_skipped_but_not_when_named(tmp_path):
 @pytest.mark.parametrize(
     "data, message",
     [
-        (b"import torch\n\x00\x00\x01", "cannot decode: binary file (contains NUL bytes)"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", "cannot decode: binary file (contains NUL bytes)"),
         (b"\xff\xfeimport torch\n", "cannot decode as UTF-8: invalid start byte (byte 0xff on line 1)"),
         (b"import torch\n\nx = '\xe9'\n", "cannot decode as UTF-8: invalid continuation byte (byte 0xe9 on line 3)"),
         (b"# coding: ascii\nx = '\xe9'\n", "cannot decode as ascii: ordinal not in range(128) (byte 0xe9 on line 2)"),

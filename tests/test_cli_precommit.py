@@ -38,6 +38,7 @@ def _hook_repo(path):
         shutil.copy(ROOT / name, path / name)
     shutil.copytree(ROOT / "flake8_torchdevice", path / "flake8_torchdevice",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(ROOT / "docs" / "rules", path / "docs" / "rules")  # shipped in the package
     _git("init", "-q", ".", cwd=path)
     _git("add", "-A", cwd=path)
     _git("commit", "-q", "-m", "hooks", cwd=path)
