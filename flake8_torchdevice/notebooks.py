@@ -96,9 +96,9 @@ def file_lines(text: str) -> dict[tuple[int, int], int]:
     """
     try:
         places: dict[tuple[int, int], int] = {}
-        for number, pieces in enumerate(_code_sources(text), start=1):
+        for number, pieces in enumerate(code_source_pieces(text), start=1):
             line = 1
-            for start, piece in pieces:
+            for start, _, piece in pieces:
                 file_line = text.count("\n", 0, start) + 1
                 spanned = piece.count("\n") + (not piece.endswith("\n"))  # lines it starts or holds
                 for offset in range(spanned):
@@ -113,8 +113,9 @@ _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def _code_sources(text: str) -> list[list[tuple[int, str]]]:
-    """For each code cell, its source pieces as (offset in text, string)."""
+def code_source_pieces(text: str) -> list[list[tuple[int, int, str]]]:
+    """For each code cell, its source pieces as (start, end, string): where
+    each JSON string of its ``source`` lies in ``text``."""
     cells = next(span for key, span in _members(text, _ws(text, 0)) if key == "cells")
     found = []
     for start, _ in _items(text, cells[0]):
@@ -126,9 +127,9 @@ def _code_sources(text: str) -> list[list[tuple[int, str]]]:
         if source is None:
             found.append([])
         elif text[source[0]] == "[":
-            found.append([(s, _DECODER.raw_decode(text, s)[0]) for s, _ in _items(text, source[0])])
+            found.append([(s, e, _DECODER.raw_decode(text, s)[0]) for s, e in _items(text, source[0])])
         else:
-            found.append([(source[0], _DECODER.raw_decode(text, source[0])[0])])
+            found.append([(source[0], source[1], _DECODER.raw_decode(text, source[0])[0])])
     return found
 
 

@@ -68,7 +68,7 @@ def lint_path(path: str, display: str, options: Options, data: Optional[bytes] =
         if data is None:
             data = files.read_bytes(path, display)
         if display.endswith(".ipynb"):
-            _lint_notebook(data, outcome, options)
+            _lint_notebook(path, data, outcome, options)
         else:
             _lint_python(path, data, outcome, options)
     except (files.ReadError, notebooks.NotebookError) as exc:
@@ -127,8 +127,41 @@ def _write(path: str, source: files.SourceFile, outcome: Outcome) -> bool:
     return True
 
 
-def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
-    text = files.decode(data, outcome.path).text
+def _lint_notebook(path: str, data: bytes, outcome: Outcome, options: Options) -> None:
+    source = files.decode(data, outcome.path)
+    if (options.fix or options.diff) and _fix_notebook(path, source, outcome, options):
+        options = dataclasses.replace(options, fix=False, diff=False)  # report what is left
+    _check_notebook(source.text, outcome, options)
+
+
+def _fix_notebook(path: str, source: files.SourceFile, outcome: Outcome, options: Options) -> bool:
+    """Fix the code cells; True when ``source.text`` now holds the fixed notebook."""
+    from .nbfix import NotFixed, fix_notebook
+
+    probe = Outcome(outcome.path)
+    found = _check_notebook(source.text, probe, dataclasses.replace(options, fix=False, diff=False))
+    if found is None or not found[2]:
+        return False
+    try:
+        fixed, count = fix_notebook(source.text, *found, options.unsafe_fixes)
+    except NotFixed as exc:
+        outcome.problems.append(f"{outcome.path}: not fixed: {exc}")
+        return False
+    if not count:
+        return False
+    if options.diff:
+        outcome.diff, outcome.fixed = _unified_diff(source.text, fixed, outcome.path), count
+        return False
+    if not _write(path, files.SourceFile(fixed, source.encoding), outcome):
+        return False
+    source.text, outcome.fixed = fixed, count
+    if path == "-":
+        outcome.output = fixed
+    return True
+
+
+def _check_notebook(text: str, outcome: Outcome, options: Options):
+    """Report the findings; (module, cells, violations) for the fixer, or None."""
     cells = notebooks.cell_sources(text, outcome.path)
     module = notebooks.join(cells)
     try:
@@ -142,13 +175,15 @@ def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
             tree = ast.parse(module.source)
         except (SyntaxError, ValueError) as exc:  # cells that only fail together
             _syntax_problem(outcome, module, exc)
-            return
+            return None
+        cells = [cell for cell in cells if cell not in broken]
     in_file = notebooks.file_lines(text)
-    for v in _violations(module.source, options, outcome, tree):
+    violations = _violations(module.source, options, outcome, tree)
+    for v in violations:
         cell, line = module.place(v.line)
         finding = _finding(outcome.path, v, cell, line, options)
         outcome.findings.append(dataclasses.replace(finding, file_line=in_file.get((cell, line))))
-    _refuse_notebook_fix(outcome, options)
+    return module, cells, violations
 
 
 def _cell_parses(cell: tuple[int, str], outcome: Outcome) -> bool:
@@ -167,19 +202,11 @@ def _syntax_problem(outcome: Outcome, module: notebooks.VirtualModule, exc: Exce
     outcome.problems.append(f"{outcome.path}:cell_{cell}: syntax error at line {line}: {message}")
 
 
-def _refuse_notebook_fix(outcome: Outcome, options: Options) -> None:
-    if options.fix or options.diff:
-        from .fixes import can_fix
-
-        if any(can_fix(f.code, options.unsafe_fixes) for f in outcome.findings):
-            outcome.problems.append(f"{outcome.path}: not fixed: --fix and --diff do not rewrite notebooks")
-
-
 def _finding(path: str, v, cell: Optional[int], line: int, options: Options) -> Finding:
     from .fixes import can_fix  # loads LibCST, as the finding already did
 
     end_line = line + (v.end_line - v.line) if v.end_line else line
-    fixable = cell is None and can_fix(v.code, options.unsafe_fixes)
+    fixable = can_fix(v.code, options.unsafe_fixes)
     return Finding(path, v.code, line, v.col, end_line, v.end_col, v.message, cell, fixable)
 
 

@@ -40,7 +40,7 @@ def test_json_lists_every_finding_with_positions(project):
     ]
     assert {i["code"] for i in items} == {"TDV201"}
     assert items[1]["name"] == "torch-load-without-map-location"
-    assert items[1]["fixable"] is True and items[0]["fixable"] is False  # notebooks are not fixed
+    assert items[1]["fixable"] is True and items[0]["fixable"] is True  # code cells are fixed too
 
 
 def test_json_for_a_clean_tree_is_an_empty_list(tmp_path):

@@ -68,15 +68,63 @@ def test_notebook_from_stdin(tmp_path):
     assert result.out.startswith("analysis.ipynb:cell_1:2:1: TDV201 ")
 
 
-@pytest.mark.parametrize("option", ["--fix", "--diff"])
-def test_fix_says_it_does_not_rewrite_notebooks(tmp_path, option):
-    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
-    result = _lint(tmp_path, text, option)
-    assert result.code == (1 if option == "--fix" else 0)  # --diff: 1 only when a diff is printed
-    assert result.err_lines == ["torchdevice: nb.ipynb: not fixed: --fix and --diff do not rewrite notebooks"]
+FIXABLE = [
+    _cell("# Title\nwith torch.load(x) in prose", kind="markdown"),
+    _cell(["import torch\n", "!pip install torch\n", "a = torch.load('a')  # caf\u00e9\n", "%time b = 1"]),
+    _cell(["%%bash\n", "python -c 'torch.load(1)'"]),
+    _cell("c = torch.load('c')\nd = 2"),  # source as one string
+]
+
+
+def _without_sources(text):
+    data = json.loads(text)
+    for cell in data["cells"]:
+        cell.pop("source")
+    return data
+
+
+def test_fix_rewrites_only_the_fixed_lines_of_code_cells(tmp_path):
+    text = _notebook(*FIXABLE)
+    text = text.replace('"metadata": {}', '"metadata": {"tags": ["kept"], "odd": "\\u00e9"}', 1)
+    result = _lint(tmp_path, text, "--fix")
+    assert (result.code, result.out, result.err_lines) == (0, "", ["torchdevice: fixed 2 findings in 1 file"])
+    fixed = (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
+    changed = [(a, b) for a, b in zip(text.splitlines(), fixed.splitlines()) if a != b]
+    assert len(text.splitlines()) == len(fixed.splitlines()) and len(changed) == 2
+    assert changed[0][1].strip() == '"a = torch.load(\'a\', map_location=\\"cpu\\")  # caf\u00e9\\n",'
+    assert _without_sources(fixed) == _without_sources(text)  # outputs, metadata, magics untouched
+    sources = ["".join(c["source"]) for c in json.loads(fixed)["cells"]]
+    assert sources[1].startswith("import torch\n!pip install torch\n") and sources[1].endswith("%time b = 1")
+    assert sources[3] == "c = torch.load('c', map_location=\"cpu\")\nd = 2"
+    again = _lint(tmp_path, fixed, "--fix")
+    assert (again.code, again.out, again.err) == (0, "", "")
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == fixed
+
+
+def test_diff_shows_the_notebook_change_and_writes_nothing(tmp_path):
+    text = _notebook(*FIXABLE)
+    result = _lint(tmp_path, text, "--diff")
+    assert result.code == 1 and result.err == ""
+    assert result.out.startswith("--- a/nb.ipynb\n+++ b/nb.ipynb\n")
+    assert result.out.count("\n+ ") == 2 and 'map_location=\\"cpu\\"' in result.out
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == text
-    clean = _lint(tmp_path, _notebook(_cell("x = 1")), option)  # nothing to fix: nothing to say
-    assert (clean.code, clean.err) == (0, "")
+
+
+def test_fix_of_a_notebook_from_stdin_writes_it_to_stdout(tmp_path):
+    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
+    result = run_cli("--fix", "-", "--stdin-filename", "nb.ipynb", cwd=tmp_path, stdin=text.encode())
+    assert result.code == 0
+    assert json.loads(result.out)["cells"][0]["source"][1] == "torch.load('x', map_location=\"cpu\")"
+
+
+def test_a_read_only_notebook_is_not_fixed(tmp_path):
+    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
+    (tmp_path / "nb.ipynb").write_text(text, encoding="utf-8")
+    (tmp_path / "nb.ipynb").chmod(0o444)
+    result = run_cli("--fix", "nb.ipynb", cwd=tmp_path)
+    assert (result.code, result.err_lines) == (2, ["torchdevice: nb.ipynb: not fixed: the file is read-only"])
+    assert result.out.startswith("nb.ipynb:cell_1:2:1: TDV201")
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == text
 
 
 def test_a_broken_cell_does_not_hide_the_other_cells(tmp_path):
