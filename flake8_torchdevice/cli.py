@@ -30,7 +30,11 @@ def main(argv: "Sequence[str] | None" = None) -> int:  # no typing import: start
 
 def _exit_now(status: int) -> None:
     """Skip the interpreter's exit handlers: after Ctrl-C they would join the
-    process pool's threads (seconds); the workers are already killed."""
+    process pool's threads (seconds). Any worker still alive is killed first:
+    it would keep stdout/stderr pipes open and its caller waiting."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    for child in multiprocessing.active_children() if multiprocessing else ():
+        child.kill()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

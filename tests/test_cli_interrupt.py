@@ -71,7 +71,9 @@ def _interrupt(process) -> tuple[float, str]:
     try:
         _, err = process.communicate(timeout=5)
     except subprocess.TimeoutExpired:
-        os.kill(process.pid, signal.SIGABRT)
+        os.kill(process.pid, signal.SIGABRT)  # PYTHONFAULTHANDLER: the stacks, for the report
+        time.sleep(1)
+        os.killpg(process.pid, signal.SIGKILL)  # workers too: leave no orphans
         _, err = process.communicate(timeout=5)
         raise AssertionError(err.decode()[-4000:])
     return time.monotonic() - start, err.decode()
