@@ -1,18 +1,12 @@
 """flake8-torchdevice: find PyTorch device-handling mistakes before they crash a run."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("flake8-torchdevice")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
-
 __all__ = ["__version__", "check_source", "fix_source"]
 
 
 def __getattr__(name: str):
-    """``check_source`` and ``fix_source`` on demand: importing the package
-    (as flake8 does for every run) must stay cheap."""
+    """``__version__``, ``check_source`` and ``fix_source`` on first use:
+    importing the package (flake8 does it on every run, the ``torchdevice``
+    command before it can handle Ctrl-C) must stay cheap."""
     if name == "check_source":
         from .engine import check_source
 
@@ -21,4 +15,13 @@ def __getattr__(name: str):
         from .fixes import fix_source
 
         return fix_source
-    raise AttributeError(name)
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("flake8-torchdevice")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        value = "0+unknown"
+    globals()["__version__"] = value
+    return value

@@ -1,148 +1,46 @@
-"""The ``torchdevice`` command: argument parsing and orchestration only.
+"""Entry point of the ``torchdevice`` command.
 
-Exit status: 0 clean, 1 findings (or files that could not be analysed),
-2 usage, configuration or I/O errors -- each reported as one line on stderr.
+Kept tiny: everything else is imported inside ``main``'s ``try``, so that a
+Ctrl-C while the program is still loading gives the same one line and exit
+status 130 as one during the run, never a traceback.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
-from typing import Optional, Sequence
-
-from . import __version__, config, files, formats
-from .runner import Options, Outcome, lint_path, lint_paths
 
 PROG = "torchdevice"
 
 
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not argparse's usage block
-        raise UsageError(f"{message} (see --help)")
-
-
-def _codes(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def _jobs(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}")
-    return int(value)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Find PyTorch device-handling mistakes (TDV codes).")
-    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
-    p.add_argument("--select", type=_codes, help="only these codes or prefixes, e.g. TDV2,TDV101")
-    p.add_argument("--extend-select", type=_codes, default=[], help="add codes, e.g. opt-in TDV402")
-    p.add_argument("--ignore", type=_codes, help="codes or prefixes to skip")
-    p.add_argument("--extend-ignore", type=_codes, default=[], help="add codes to skip")
-    p.add_argument("--exclude", type=_codes, help="glob patterns to skip (replaces the config's)")
-    p.add_argument("--extend-exclude", type=_codes, default=[], help="more glob patterns to skip")
-    p.add_argument("--format", choices=formats.FORMATS, default="text", help="output format (default: text)")
-    p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    p.add_argument("--diff", action="store_true", help="print the fixes as a diff; change nothing")
-    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff, also apply unsafe fixes")
-    p.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1,
-                   help="parallel workers (default: all cores)")
-    p.add_argument("--stdin-filename", default="stdin", help="name to report for - (a .ipynb name reads a notebook)")
-    p.add_argument("--config", type=Path, help="pyproject.toml to read (default: the nearest one upwards)")
-    p.add_argument("--isolated", action="store_true", help="ignore pyproject.toml")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (I/O errors still exit 2)")
-    p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    return p
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: "Sequence[str] | None" = None) -> int:  # no typing import: startup
     try:
-        return run(build_parser().parse_args(argv))
-    except (UsageError, config.ConfigError) as exc:
-        _say(f"error: {exc}")
-        return 2
+        from .command import execute
+
+        return execute(argv)
     except KeyboardInterrupt:
-        _say("interrupted")
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        if argv is None:  # the program itself (the console script): end now
+            _exit_now(130)
         return 130
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (e.g. | head): not our error
         return 1
 
 
-def _settings(args) -> tuple[Options, files.Excluder]:
-    path = args.config or (None if args.isolated else config.find_pyproject(Path.cwd()))
-    cfg = config.load(path)
-    select = args.select if args.select is not None else cfg.get("select")
-    ignore = args.ignore if args.ignore is not None else (cfg.get("ignore") or [])
-    extend_select = [*(cfg.get("extend-select") or []), *args.extend_select]
-    ignore = [*ignore, *(cfg.get("extend-ignore") or []), *args.extend_ignore]
-    for name, value in (("select", select or []), ("extend-select", extend_select), ("ignore", ignore)):
-        config.check_codes(value, name)
-    rules = config.enabled_rules(select, extend_select, ignore)
-    options = Options(tuple(r.CODE for r in rules), fix=args.fix, diff=args.diff, unsafe_fixes=args.unsafe_fixes)
-    cfg_excludes = [*(cfg.get("exclude") or []), *(cfg.get("extend-exclude") or [])]
-    excluder = files.Excluder(cfg_excludes, cfg.base) if args.exclude is None else files.Excluder([], cfg.base)
-    excluder.patterns += files.Excluder([*(args.exclude or []), *args.extend_exclude], Path.cwd()).patterns
-    return options, excluder
-
-
-def run(args) -> int:
-    if args.unsafe_fixes and not (args.fix or args.diff):
-        raise UsageError("--unsafe-fixes needs --fix or --diff")
-    if args.paths.count("-") > 1:
-        raise UsageError("- (stdin) given more than once")
-    options, excluder = _settings(args)
-    errors: list[str] = []
-    paths = files.discover(args.paths or ["."], excluder, errors)
-    outcomes = _lint(paths, options, args)
-    findings = [f for o in outcomes for f in o.findings]
-    errors += [o.io_error for o in outcomes if o.io_error]
-    problems = [p for o in outcomes for p in o.problems]
-    for message in problems + errors:
-        _say(message)
-    _emit(outcomes, findings, args)
-    if errors:
-        return 2
-    if args.exit_zero:
-        return 0
-    if args.diff:
-        return 1 if any(o.diff for o in outcomes) else 0
-    return 1 if findings or problems else 0
-
-
-def _lint(paths: list[str], options: Options, args) -> list[Outcome]:
-    on_disk = [p for p in paths if p != "-"]
-    outcomes = dict(zip(on_disk, lint_paths(on_disk, options, args.jobs)))
-    if "-" in paths:
-        data = sys.stdin.buffer.read()
-        outcomes["-"] = lint_path("-", args.stdin_filename, options, data)
-    return [outcomes[p] for p in paths]
-
-
-def _emit(outcomes: list[Outcome], findings: list, args) -> None:
-    if args.diff:
-        sys.stdout.write("".join(o.diff for o in outcomes))
-        return
-    fixed = [o for o in outcomes if o.fixed]
-    stdin_fixed = [o.output for o in outcomes if o.output is not None]
-    report = formats.render(args.format, findings)
-    if stdin_fixed:  # stdout carries the fixed code; findings go to stderr
-        sys.stdout.write(stdin_fixed[0])
-        sys.stderr.write(report)
-    else:
-        sys.stdout.write(report)
-    if fixed:
-        count = sum(o.fixed for o in fixed)
-        _say(f"fixed {count} finding{'s' * (count != 1)} in {len(fixed)} file{'s' * (len(fixed) != 1)}")
-
-
-def _say(message: str) -> None:
-    print(f"{PROG}: {message}", file=sys.stderr)
+def _exit_now(status: int) -> None:
+    """Skip the interpreter's exit handlers: after Ctrl-C they would join the
+    process pool's threads (seconds). Any worker still alive is killed first:
+    it would keep stdout/stderr pipes open and its caller waiting."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    for child in multiprocessing.active_children() if multiprocessing else ():
+        child.kill()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

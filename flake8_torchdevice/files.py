@@ -87,47 +87,112 @@ def _walk(root: str, excluded: Excluder, skip: Excluder) -> Iterator[str]:
         ]
         for name in files:
             full = os.path.join(folder, name)
-            if name.endswith(SUFFIXES) and not excluded(full):
+            # A dangling symlink found by walking is skipped, as ruff does;
+            # named on the command line it is still an error.
+            if name.endswith(SUFFIXES) and not excluded(full) and os.path.exists(full):
                 yield full
 
 
-def read_bytes(path: str) -> bytes:
-    """Read a regular file; FIFOs and devices are refused (they could block)."""
+def read_bytes(path: str, name: str = "") -> bytes:
+    """Read a regular file; FIFOs and devices are refused (they could block).
+    Errors name the file ``name`` (the path as findings show it)."""
+    name = name or path
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):
-            raise ReadError(f"{path}: is a directory")
+            raise ReadError(f"{name}: is a directory")
         if not stat.S_ISREG(mode):
-            raise ReadError(f"{path}: not a regular file")
+            raise ReadError(f"{name}: not a regular file")
         with open(path, "rb") as handle:
             return handle.read()
     except OSError as exc:
-        raise ReadError(f"{path}: {exc.strerror or exc}") from None
+        raise ReadError(f"{name}: {exc.strerror or exc}") from None
 
 
 def decode(data: bytes, name: str) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if "invalid or missing encoding declaration" not in exc.msg:
+            raise ReadError(f"{name}: cannot decode: {exc.msg.splitlines()[0]}") from None
+        encoding = "utf-8"  # no cookie, and the first lines are not UTF-8: say where
+    try:
         return SourceFile(data.decode(encoding), encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
-        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-        raise ReadError(f"{name}: cannot decode: {reason.splitlines()[0] if reason else exc}") from None
+    except LookupError as exc:
+        raise ReadError(f"{name}: cannot decode: {exc}") from None
+    except UnicodeDecodeError as exc:
+        if b"\0" in data:  # undecodable with NUL bytes: an image, a .pyc, ...
+            raise ReadError(f"{name}: cannot decode: binary file (contains NUL bytes)") from None
+        line = data.count(b"\n", 0, exc.start) + 1
+        label = "UTF-8" if encoding.startswith("utf-8") else encoding
+        raise ReadError(
+            f"{name}: cannot decode as {label}: {exc.reason} (byte 0x{data[exc.start]:02x} on line {line})"
+        ) from None
 
 
-def write_atomic(path: str, source: SourceFile) -> None:
-    """Replace ``path`` with ``source``: same encoding, newlines, file mode."""
+class WriteError(Exception):
+    """A file that --fix must not or cannot write; the message is one line."""
+
+
+def writable(path: str, name: str) -> os.stat_result:
+    """The file's status, if the user may write it; else ``WriteError``.
+
+    A file without any write bit (``chmod a-w``, 0444) is refused even for
+    root, who could write it: read-only is the user's decision, as for ruff.
+    """
+    info = os.stat(path)
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        raise WriteError(f"{name}: not fixed: the file is read-only")
+    if not os.access(path, os.W_OK):
+        raise WriteError(f"{name}: not fixed: no permission to write it")
+    return info
+
+
+def write_atomic(path: str, source: SourceFile, name: str = "") -> None:
+    """Replace ``path`` with ``source``: same encoding, newlines, mode, owner.
+
+    Normally a new file renamed over the old one (never half-written). When a
+    rename would break hard links or could not keep the owner and group (the
+    user may write a file someone else owns), the file is rewritten in place.
+    """
     data = source.text.encode(source.encoding)
     target = os.path.realpath(path)  # keep a symlink a symlink
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".torchdevice-", suffix=".tmp")
+    info = writable(target, name or path)
+    if info.st_nlink > 1 or not _replace(target, data, info):
+        _overwrite(target, data)
+
+
+def _replace(target: str, data: bytes, info: os.stat_result) -> bool:
+    """Write a temporary file and rename it over ``target``; False if that
+    would change the owner or group (nothing is written then)."""
     try:
+        handle, temp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".torchdevice-", suffix=".tmp")
+    except PermissionError:  # a writable file in a read-only directory
+        return False
+    try:
+        try:
+            if hasattr(os, "chown"):  # POSIX
+                os.chown(temp, info.st_uid, info.st_gid)
+        except PermissionError:
+            os.close(handle)
+            os.unlink(temp)
+            return False
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temp, mode)
+        os.chmod(temp, stat.S_IMODE(info.st_mode))
         os.replace(temp, target)
+        return True
     except BaseException:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+def _overwrite(target: str, data: bytes) -> None:
+    with open(target, "r+b") as out:
+        out.write(data)
+        out.truncate()
+        out.flush()
+        os.fsync(out.fileno())

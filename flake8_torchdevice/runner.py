@@ -7,15 +7,15 @@ processes; output is assembled by the caller in the input order.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import logging
 import os
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from . import files, notebooks
+from . import files, notebooks, pool
 from .engine import check_source
 from .noqa import filter_noqa
 from .rules import RULES_BY_CODE
@@ -47,6 +47,7 @@ class Finding:
     message: str
     cell: Optional[int] = None
     fixable: bool = False
+    file_line: Optional[int] = None  # notebooks: the .ipynb line holding the cell's line
 
 
 @dataclass
@@ -65,9 +66,9 @@ def lint_path(path: str, display: str, options: Options, data: Optional[bytes] =
     outcome = Outcome(display)
     try:
         if data is None:
-            data = files.read_bytes(path)
+            data = files.read_bytes(path, display)
         if display.endswith(".ipynb"):
-            _lint_notebook(data, outcome, options)
+            _lint_notebook(path, data, outcome, options)
         else:
             _lint_python(path, data, outcome, options)
     except (files.ReadError, notebooks.NotebookError) as exc:
@@ -103,9 +104,7 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
         if count and options.diff:
             outcome.diff = _unified_diff(source.text, fixed_text, outcome.path)
             outcome.fixed = count
-        elif count:
-            if path != "-":
-                files.write_atomic(path, files.SourceFile(fixed_text, source.encoding))
+        elif count and _write(path, files.SourceFile(fixed_text, source.encoding), outcome):
             source = files.SourceFile(fixed_text, source.encoding)
             outcome.fixed = count
             outcome.problems.clear()
@@ -115,26 +114,99 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
     outcome.findings = [_finding(outcome.path, v, None, v.line, options) for v in violations]
 
 
-def _lint_notebook(data: bytes, outcome: Outcome, options: Options) -> None:
-    text = files.decode(data, outcome.path).text
-    module = notebooks.virtual_module(text, outcome.path)
+def _write(path: str, source: files.SourceFile, outcome: Outcome) -> bool:
+    """False, with the reason in ``outcome``, for a file --fix may not write:
+    its findings are then reported as they are."""
+    if path == "-":
+        return True
+    try:
+        files.write_atomic(path, source, outcome.path)
+    except files.WriteError as exc:
+        outcome.io_error = str(exc)
+        return False
+    return True
+
+
+def _lint_notebook(path: str, data: bytes, outcome: Outcome, options: Options) -> None:
+    source = files.decode(data, outcome.path)
+    if (options.fix or options.diff) and _fix_notebook(path, source, outcome, options):
+        options = dataclasses.replace(options, fix=False, diff=False)  # report what is left
+    _check_notebook(source.text, outcome, options)
+
+
+def _fix_notebook(path: str, source: files.SourceFile, outcome: Outcome, options: Options) -> bool:
+    """Fix the code cells; True when ``source.text`` now holds the fixed notebook."""
+    from .nbfix import NotFixed, fix_notebook
+
+    probe = Outcome(outcome.path)
+    found = _check_notebook(source.text, probe, dataclasses.replace(options, fix=False, diff=False))
+    if found is None or not found[2]:
+        return False
+    try:
+        fixed, count = fix_notebook(source.text, *found, options.unsafe_fixes)
+    except NotFixed as exc:
+        outcome.problems.append(f"{outcome.path}: not fixed: {exc}")
+        return False
+    if not count:
+        return False
+    if options.diff:
+        outcome.diff, outcome.fixed = _unified_diff(source.text, fixed, outcome.path), count
+        return False
+    if not _write(path, files.SourceFile(fixed, source.encoding), outcome):
+        return False
+    source.text, outcome.fixed = fixed, count
+    if path == "-":
+        outcome.output = fixed
+    return True
+
+
+def _check_notebook(text: str, outcome: Outcome, options: Options):
+    """Report the findings; (module, cells, violations) for the fixer, or None."""
+    cells = notebooks.cell_sources(text, outcome.path)
+    module = notebooks.join(cells)
     try:
         tree = ast.parse(module.source)
-    except (SyntaxError, ValueError) as exc:
-        cell, line = module.place(getattr(exc, "lineno", None) or 1)
-        message = getattr(exc, "msg", str(exc))
-        outcome.problems.append(f"{outcome.path}:cell {cell}: syntax error at line {line}: {message}")
-        return
-    for v in _violations(module.source, options, outcome, tree):
+    except (SyntaxError, ValueError):
+        # Check the rest without the cells that do not parse, so that one
+        # broken cell does not hide the findings of all the others.
+        broken = [cell for cell in cells if not _cell_parses(cell, outcome)]
+        module = notebooks.join([cell for cell in cells if cell not in broken])
+        try:
+            tree = ast.parse(module.source)
+        except (SyntaxError, ValueError) as exc:  # cells that only fail together
+            _syntax_problem(outcome, module, exc)
+            return None
+        cells = [cell for cell in cells if cell not in broken]
+    in_file = notebooks.file_lines(text)
+    violations = _violations(module.source, options, outcome, tree)
+    for v in violations:
         cell, line = module.place(v.line)
-        outcome.findings.append(_finding(outcome.path, v, cell, line, options))
+        finding = _finding(outcome.path, v, cell, line, options)
+        outcome.findings.append(dataclasses.replace(finding, file_line=in_file.get((cell, line))))
+    return module, cells, violations
+
+
+def _cell_parses(cell: tuple[int, str], outcome: Outcome) -> bool:
+    module = notebooks.join([cell])
+    try:
+        ast.parse(module.source)
+    except (SyntaxError, ValueError) as exc:
+        _syntax_problem(outcome, module, exc)
+        return False
+    return True
+
+
+def _syntax_problem(outcome: Outcome, module: notebooks.VirtualModule, exc: Exception) -> None:
+    cell, line = module.place(getattr(exc, "lineno", None) or 1)
+    message = getattr(exc, "msg", str(exc))
+    outcome.problems.append(f"{outcome.path}:cell_{cell}: syntax error at line {line}: {message}")
 
 
 def _finding(path: str, v, cell: Optional[int], line: int, options: Options) -> Finding:
     from .fixes import can_fix  # loads LibCST, as the finding already did
 
     end_line = line + (v.end_line - v.line) if v.end_line else line
-    fixable = cell is None and can_fix(v.code, options.unsafe_fixes)
+    fixable = can_fix(v.code, options.unsafe_fixes)
     return Finding(path, v.code, line, v.col, end_line, v.end_col, v.message, cell, fixable)
 
 
@@ -159,8 +231,8 @@ def lint_paths(paths: Sequence[str], options: Options, jobs: int) -> list[Outcom
     items = [(path, options) for path in paths]
     if jobs > 1 and len(items) >= PARALLEL_THRESHOLD:
         try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
-                return list(pool.map(_work, items, chunksize=max(1, len(items) // (jobs * 4))))
+            chunksize = max(1, len(items) // (jobs * 4))
+            return pool.ordered_map(_work, items, min(jobs, len(items)), chunksize)
         except (OSError, ImportError, NotImplementedError, BrokenProcessPool):
             pass  # no working multiprocessing here (e.g. no /dev/shm): run serially
-    return [_work(item) for item in items]
+    return pool.serial_map(_work, items)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from fixture_cases import ROOT
 
-# What a build and the hooks need; tests, fixtures and docs stay behind.
+# What a build and the hooks need (with docs/rules, shipped in the package);
+# tests, fixtures and the other docs stay behind.
 SOURCE_FILES = ["pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "action.yml"]
 INSTALL_TIMEOUT = 300
 
@@ -22,6 +23,7 @@ def copy_source(dest: Path) -> Path:
         shutil.copy(ROOT / name, dest / name)
     shutil.copytree(ROOT / "flake8_torchdevice", dest / "flake8_torchdevice",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(ROOT / "docs" / "rules", dest / "docs" / "rules")  # shipped in the package
     return dest
 
 

@@ -364,8 +364,88 @@ def test_opt_in_codes_need_a_specific_prefix():
     assert is_enabled(opt_in, ["TDV402"], [], [])
 
 
-def test_exit_zero_keeps_findings_but_not_io_errors(tmp_path):
+def test_exit_zero_covers_findings_and_files_that_could_not_be_checked(tmp_path):
+    # so that a CI step uploading the report still runs; the errors are reported
     _write(tmp_path / "bad.py", BAD)
+    _write(tmp_path / "enc.py", b"x = '\xff'\n")
     result = run_cli("--exit-zero", "bad.py", cwd=tmp_path)
     assert result.code == 0 and _locations(result.out) == [("bad.py", 2, 9, "TDV201")]
-    assert run_cli("--exit-zero", "bad.py", "missing.py", cwd=tmp_path).code == 2
+    both = run_cli("--exit-zero", "bad.py", "enc.py", "missing.py", cwd=tmp_path)
+    assert both.code == 0 and len(both.err_lines) == 2
+    assert run_cli("bad.py", "enc.py", cwd=tmp_path).code == 2  # without it: still 2
+    assert run_cli("--exit-zero", "--select", "E501", "bad.py", cwd=tmp_path).code == 2  # usage error
+
+
+def test_statistics_counts_findings_per_code(tmp_path):
+    _write(tmp_path / "a.py", BAD + "y = torch.load('b')\nz = y.cuda(1)\n")
+    _write(tmp_path / "b.py", BAD)
+    result = run_cli("--statistics", ".", cwd=tmp_path)
+    assert result.code == 1
+    lines = result.out.splitlines()
+    assert len(_locations("\n".join(lines[:-2]))) == 4
+    assert lines[-2:] == ["3     TDV201 torch-load-without-map-location", "1     TDV401 hard-coded-cuda-ordinal"]
+    assert run_cli("--statistics", "--format", "json", ".", cwd=tmp_path).err_lines == [
+        "torchdevice: error: --statistics works with --format text only"
+    ]
+    assert run_cli("--statistics", "b.py", "--ignore", "TDV2", cwd=tmp_path).out == ""
+
+
+def test_rule_prints_the_rules_page(tmp_path):
+    from flake8_torchdevice.rules import ALL_RULES
+
+    page = (ROOT / "docs" / "rules" / "TDV201.md").read_text(encoding="utf-8")
+    shown = run_process("rule", "TDV201", cwd=tmp_path)
+    assert (shown.returncode, shown.stdout.decode(), shown.stderr) == (0, page, b"")
+    every = run_cli("rule", "--all", cwd=tmp_path, isolated=False)
+    assert every.code == 0 and every.out.count("\n# TDV") + every.out.startswith("# TDV") == len(ALL_RULES)
+    for args, message in [(["TDV999"], "no rule 'TDV999'"), (["nonsense"], "no rule 'nonsense'"), ([], "needs a code")]:
+        result = run_process("rule", *args, cwd=tmp_path)
+        err = result.stderr.decode().splitlines()
+        assert result.returncode == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_a_file_named_rule_is_still_linted_by_its_path(tmp_path):
+    _write(tmp_path / "rule", BAD)
+    assert _locations(run_cli("./rule", cwd=tmp_path).out) == [("rule", 2, 9, "TDV201")]
+
+
+# -- odd files found while walking ---------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
+def test_a_dangling_symlink_in_a_tree_is_skipped_but_not_when_named(tmp_path):
+    _write(tmp_path / "bad.py", BAD)
+    os.symlink("nowhere.py", tmp_path / "dangling.py")
+    walked = run_process(".", cwd=tmp_path)
+    assert (walked.returncode, walked.stderr.decode()) == (1, "")
+    assert _locations(walked.stdout.decode()) == [("bad.py", 2, 9, "TDV201")]
+    named = run_process("dangling.py", cwd=tmp_path)
+    assert named.returncode == 2
+    assert named.stderr.decode().splitlines() == ["torchdevice: dangling.py: No such file or directory"]
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff", "cannot decode: binary file (contains NUL bytes)"),
+        (b"\xff\xfeimport torch\n", "cannot decode as UTF-8: invalid start byte (byte 0xff on line 1)"),
+        (b"import torch\n\nx = '\xe9'\n", "cannot decode as UTF-8: invalid continuation byte (byte 0xe9 on line 3)"),
+        (b"# coding: ascii\nx = '\xe9'\n", "cannot decode as ascii: ordinal not in range(128) (byte 0xe9 on line 2)"),
+    ],
+    ids=["nul-bytes", "not-utf8-first-line", "not-utf8-later", "not-the-declared-encoding"],
+)
+def test_undecodable_files_say_why_and_where(tmp_path, data, message):
+    _write(tmp_path / "x.py", data)
+    result = run_cli(".", cwd=tmp_path)
+    assert (result.code, result.err_lines) == (2, [f"torchdevice: x.py: {message}"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_error_lines_and_findings_name_files_the_same_way(tmp_path):
+    _write(tmp_path / "pkg" / "bad.py", BAD)
+    _write(tmp_path / "pkg" / "enc.py", b"x = '\xff'\n")
+    _write(tmp_path / "pkg" / "broken.py", "torch.load(\n")
+    os.mkfifo(tmp_path / "pkg" / "pipe.py")  # a read error, not a decode error
+    result = run_cli(".", cwd=tmp_path)
+    assert [path for path, *_ in _locations(result.out)] == [os.path.join("pkg", "bad.py")]
+    named = sorted(line.split(": ")[1] for line in result.err_lines)
+    assert named == [os.path.join("pkg", name) for name in ("broken.py", "enc.py", "pipe.py")]

@@ -34,13 +34,13 @@ def test_json_lists_every_finding_with_positions(project):
     assert result.code == 1
     items = json.loads(result.out)
     assert [(i["path"], i["cell"], i["line"], i["column"], i["end_line"]) for i in items] == [
-        ("nb.ipynb", 2, 3, 5, 3),
+        ("nb.ipynb", 1, 3, 5, 3),  # nbqa's numbering: code cells only
         ("pkg/bad.py", None, 2, 9, 2),
         ("pkg/bad.py", None, 3, 9, 5),
     ]
     assert {i["code"] for i in items} == {"TDV201"}
     assert items[1]["name"] == "torch-load-without-map-location"
-    assert items[1]["fixable"] is True and items[0]["fixable"] is False  # notebooks are not fixed
+    assert items[1]["fixable"] is True and items[0]["fixable"] is True  # code cells are fixed too
 
 
 def test_json_for_a_clean_tree_is_an_empty_list(tmp_path):
@@ -52,7 +52,8 @@ def test_github_annotations(project):
     lines = run_cli("--format", "github", ".", cwd=project).out.splitlines()
     message = RULES_BY_CODE["TDV201"].MESSAGE
     assert lines[1] == f"::warning file=pkg/bad.py,line=2,col=9,endLine=2,endColumn=30,title=TDV201::{message}"
-    assert lines[0].startswith("::warning file=nb.ipynb,title=TDV201::cell 2, line 3, col 5: ")
+    # the notebook's own line (this one is a single line of JSON), then the cell's position
+    assert lines[0].startswith("::warning file=nb.ipynb,line=1,title=TDV201::cell 1, line 3, col 5: ")
     assert len(lines) == 3
 
 
@@ -92,7 +93,7 @@ def test_sarif_is_valid_against_the_official_schema(project):
         assert descriptor["defaultConfiguration"]["enabled"] is rule.DEFAULT_ENABLED
     results = run["results"]
     assert len(results) == 3
-    located = [r for r in results if "region" in r["locations"][0]["physicalLocation"]]
+    located = [r for r in results if "startColumn" in r["locations"][0]["physicalLocation"]["region"]]
     assert located[1]["locations"][0]["physicalLocation"]["region"] == {
         "startLine": 3, "startColumn": 9, "endLine": 5, "endColumn": 2,
     }

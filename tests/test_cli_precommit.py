@@ -77,7 +77,7 @@ def test_both_hooks_through_try_repo(tmp_path):
     assert "Traceback" not in output
     assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Failed"
     assert output.count("bad.py:2:9: TDV201") == 2  # once per hook
-    assert output.count("nb.ipynb:cell 1:3:5: TDV201") == 1  # only the standalone hook reads notebooks
+    assert output.count("nb.ipynb:cell_1:3:5: TDV201") == 1  # only the standalone hook reads notebooks
     assert "good.py" not in output
 
     (target / "bad.py").write_text(GOOD, encoding="utf-8")
