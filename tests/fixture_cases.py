@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-EXPECT = re.compile(r"#\s*expect:\s*(TDV\d{3}(?:\s*,\s*TDV\d{3})*)\s*$")
+EXPECT = re.compile(r"#\s*expect(-above)?:\s*(TDV\d{3}(?:\s*,\s*TDV\d{3})*)\s*$")
 HEADER = re.compile(r"^#\s*([\w-]+(?:\s+\d+)?):\s*(.*?)\s*$")
 
 
@@ -34,7 +34,10 @@ def expected_of(text: str) -> frozenset:
     for number, line in enumerate(text.splitlines(), start=1):
         match = EXPECT.search(line)
         if match:
-            found.update((number, code.strip()) for code in match.group(1).split(","))
+            # ``# expect-above:`` marks the line before, for a line that cannot
+            # hold a comment (one ending in a backslash continuation).
+            where = number - 1 if match.group(1) else number
+            found.update((where, code.strip()) for code in match.group(2).split(","))
     return frozenset(found)
 
 

@@ -26,6 +26,7 @@ from ..analysis.vocabulary import (
     maybe_zero_dim,
     passes_device,
 )
+from ..names import dotted_name
 from ..rule import Rule
 
 # Kinds: ("T", root_param) for input-derived values, ("C", call, zero_dim) for
@@ -564,7 +565,9 @@ class FactoryWithoutDevice(Rule):
                 continue  # maybe a number (rank, scale): precision first
             if passes_device(call):
                 continue
-            self.report(call, self.MESSAGE.format(factory=code_of(call.func), root=evident[0]))
+            # The callee as dotted text: one line, whatever its layout (``torch . ones``).
+            factory = dotted_name(call.func) or code_of(call.func)
+            self.report(call, self.MESSAGE.format(factory=factory, root=evident[0]))
 
 
 class _Group:
