@@ -34,9 +34,9 @@ def device_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
 
 
 def literal_text(expr: cst.BaseExpression) -> Optional[str]:
-    """A plain string's text; an f-string's literal head (``f"cuda:{rank}"``)."""
-    if isinstance(expr, cst.SimpleString):
-        return expr.raw_value
+    """A plain or joined string's text; an f-string's literal head (``f"cuda:{rank}"``)."""
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        return string_value(expr)
     if isinstance(expr, cst.FormattedString):
         head = expr.parts[0] if expr.parts else None
         return head.value if isinstance(head, cst.FormattedStringText) else None
@@ -77,5 +77,5 @@ def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
         arg = argument(expr, 0, "type")
         return arg is not None and non_cuda_literal(arg.value, names)
-    text = string_value(expr) if isinstance(expr, cst.SimpleString) else None
+    text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
     return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
