@@ -13,6 +13,7 @@ from typing import Optional
 from .._lazy import cst
 from ..names import NameResolver
 from .code import argument, string_value
+from .guards import is_nccl_init
 
 # Device types torch accepts in a device string, optionally with an index.
 DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|meta|hpu|npu|mtia|ipu|privateuseone)(?::\d*)?$")
@@ -79,3 +80,30 @@ def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
         return arg is not None and non_cuda_literal(arg.value, names)
     text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
     return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
+
+
+class DeviceChoice:
+    """Mixin for a ``Rule``: does this module choose its device? It does when a
+    ``.to()`` chooses one (``is_device_move``), unless it starts an NCCL process
+    group (NCCL needs GPUs: the module is CUDA-only whatever it moves with).
+    Read ``chooses_device`` in ``leave_Module``, once the whole module is seen.
+    Rules using it add ``DeviceChoice.READS`` to theirs."""
+
+    READS = frozenset({"init_process_group"})
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._moves_to_device = False
+        self._nccl = False
+
+    @property
+    def chooses_device(self) -> bool:
+        return self._moves_to_device and not self._nccl
+
+    def note_call(self, call: cst.Call) -> None:
+        """Call from the rule's ``visit_Call`` for every call."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "to":
+            self._moves_to_device = self._moves_to_device or is_device_move(call, self.names)
+        elif not self._nccl and is_nccl_init(call, self.names):
+            self._nccl = True

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.devices import device_argument, is_device_move, is_device_name
+from ..analysis.devices import DeviceChoice, device_argument, is_device_name
 from ..analysis.guards import CudaGuards
 from ..rule import Fix, Rule
 
 
-class CudaMixedWithToDevice(CudaGuards, Rule):
+class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     r"""## What it does
     Flags each `<expr>.cuda(...)` call in a module that also places things with a
     device-style `.to(...)`: a `.to()` whose first positional argument or `device=` keyword
@@ -87,7 +87,8 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
     - in test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`, `conftest.py`, under `tests/`, or importing pytest/unittest);
     - inside `with pytest.raises(...)` / `self.assertRaises(...)`, and in a method named `cuda`;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device;
-    - a module whose `.to()` calls never choose a device.
+    - a module whose `.to()` calls never choose a device, or that starts an NCCL process
+      group (`init_process_group("nccl")`: it needs GPUs anyway).
 
     ## The error torch raises
     On a machine without CUDA (a CPU-only build of torch):
@@ -116,11 +117,11 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
 
     # A finding is a ``.cuda()`` call in a module that also moves with ``.to``.
     NEEDS = [{".cuda"}, {".to"}]
+    READS = DeviceChoice.READS
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._cuda_calls: list[tuple[cst.Call, Optional[int], bool]] = []  # statement, in a def
-        self._places_with_to = False
         self._depth = 0  # functions open
         self._module_devices: dict[str, Optional[int]] = {}  # device-like module names -> statement
 
@@ -146,20 +147,17 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
             self._module_devices.setdefault(target.value, self.context.statement)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.note_call(node)
         func = node.func
-        if not isinstance(func, cst.Attribute):
-            return
-        if func.attr.value == "cuda":
-            # ``.cuda(rank)`` names its device: a choice, only spelled differently.
+        # ``.cuda(rank)`` names its device: a choice, only spelled differently.
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
             if device_argument(node) is None and not self.cuda_guarded():
                 self._cuda_calls.append((node, self.context.statement, self._depth > 0))
-        elif func.attr.value == "to" and not self._places_with_to:
-            self._places_with_to = is_device_move(node, self.names)
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
         # Only now is the whole module known: report if it also uses .to(device).
-        if self._places_with_to:
+        if self.chooses_device:
             for call, statement, in_function in self._cuda_calls:
                 self.report(call, fix=self._fix(call, statement, in_function), statement=statement)
 

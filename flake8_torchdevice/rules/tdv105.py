@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.devices import is_device_move
+from ..analysis.devices import DeviceChoice
 from ..analysis.guards import CudaGuards
 from ..rule import Rule
 
@@ -14,7 +14,7 @@ from ..rule import Rule
 CUDA_ONLY = frozenset({"synchronize", "get_device_name", "reset_peak_memory_stats", "Event", "set_device"})
 
 
-class CudaOnlyCallWithChosenDevice(CudaGuards, Rule):
+class CudaOnlyCallWithChosenDevice(DeviceChoice, CudaGuards, Rule):
     r"""## What it does
     Flags a call to `torch.cuda.synchronize()`, `torch.cuda.get_device_name()`,
     `torch.cuda.reset_peak_memory_stats()`, `torch.cuda.Event(...)` or
@@ -54,7 +54,8 @@ class CudaOnlyCallWithChosenDevice(CudaGuards, Rule):
     - the guards of TDV101: under `if torch.cuda.is_available():`, `if device.type ==
       "cuda":`, a `use_cuda` / `args.gpu` flag, after an early exit without CUDA, in a
       function or class with a CUDA skip decorator, in test code of a test module;
-    - a module whose `.to()` calls never choose a device (a CUDA-only script);
+    - a module whose `.to()` calls never choose a device (a CUDA-only script), or that
+      starts an NCCL process group (`init_process_group("nccl")`: it needs GPUs anyway);
     - `torch.cuda.empty_cache()`, `torch.cuda.max_memory_allocated()` and
       `torch.backends.cudnn` settings, which are harmless without CUDA.
 
@@ -88,22 +89,21 @@ class CudaOnlyCallWithChosenDevice(CudaGuards, Rule):
     )
     # A finding is one of these calls, in a module that also moves with ``.to``.
     NEEDS = [CUDA_ONLY, {".to"}]
+    READS = DeviceChoice.READS
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._calls: list[tuple[cst.Call, str, Optional[int]]] = []
-        self._places_with_to = False
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.names.qualify(node.func) or ""
         prefix, _, last = name.rpartition(".")
         if prefix == "torch.cuda" and last in CUDA_ONLY and not self.cuda_guarded():
             self._calls.append((node, last, self.context.statement))
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and not self._places_with_to:
-            self._places_with_to = is_device_move(node, self.names)
+        self.note_call(node)
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
-        if self._places_with_to:  # the module chooses its device: these calls break its CPU path
+        if self.chooses_device:  # the module chooses its device: these calls break its CPU path
             for call, last, statement in self._calls:
                 self.report(call, self.MESSAGE.format(last + "()"), statement=statement)
