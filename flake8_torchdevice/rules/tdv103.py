@@ -60,6 +60,12 @@ class ToArgumentsSwapped(Rule):
     ```
     TypeError: to() received an invalid combination of arguments - got (torch.dtype, str), but expected one of:
     ```
+
+    With a `torch.device` second:
+
+    ```
+    TypeError: to() received an invalid combination of arguments - got (torch.dtype, torch.device), but expected one of:
+    ```
     """
 
     CODE = "TDV103"
