@@ -22,7 +22,7 @@ from typing import Iterator, Optional
 from .._lazy import cst
 
 from ..names import NameResolver, full_name
-from .code import string_value, subtree
+from .code import argument, string_value, subtree
 
 # Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
 _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
@@ -31,11 +31,11 @@ _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
 # the statements holding them, so that every rule sees its file's guards.
 # Identifiers that speak of CUDA, GPUs or device counts (``torch.cuda``,
 # ``use_cuda``, ``TEST_MULTIGPU``, ``n_gpu``, ``skip_if_no_gpu``, a "cuda"
-# string), ``set_device`` and ``pytestmark``: every guard these analyses
+# string), ``set_device``, ``init_process_group`` and ``pytestmark``: every guard these analyses
 # recognise holds one (an early exit sits in the ``if`` whose test does).
 # The engine keeps the module- and class-level statements holding them, and,
 # where a function is parsed statement by statement, its statements too.
-_CONTEXT_PATTERN = re.compile(r"cuda|gpu|device_count|multi_?device|set_device|pytestmark", re.I)
+_CONTEXT_PATTERN = re.compile(r"cuda|gpu|device_count|multi_?device|set_device|pytestmark|init_process_group", re.I)
 
 
 def context_words(present) -> set:
@@ -51,16 +51,37 @@ def _is_cuda_string(node: cst.CSTNode) -> bool:
 
 
 def _is_positive_cuda_comparison(node: cst.Comparison) -> bool:
-    """``a == "cuda"``, ``"cuda" in str(d)``, ``d.type == "cuda"`` -- not ``!=``."""
+    """``a == "cuda"``, ``"cuda" in str(d)``, ``d.type == "cuda"``,
+    ``torch.device("cuda").type == d.type`` -- not ``!=``."""
     operands = [node.left] + [t.comparator for t in node.comparisons]
     positive = all(isinstance(t.operator, (cst.Equal, cst.In, cst.Is)) for t in node.comparisons)
-    return positive and any(_is_cuda_string(o) for o in operands)
+    return positive and any(_is_cuda_string(n) for o in operands for n in subtree(o))
+
+
+def _is_negated_cpu_flag(node: cst.CSTNode) -> bool:
+    """``not args.cpu``, ``not use_cpu``: a flag that says CPU, negated."""
+    if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)):
+        return False
+    flag = node.expression
+    last = flag.attr.value if isinstance(flag, cst.Attribute) else flag.value if isinstance(flag, cst.Name) else ""
+    return "cpu" in last.lower()
+
+
+def is_nccl_init(call: cst.Call, names: NameResolver) -> bool:
+    """``init_process_group("nccl", ...)``: NCCL runs on CUDA only, so the
+    code after it in the block is CUDA-only code."""
+    if names.qualify(call.func) != "torch.distributed.init_process_group":
+        return False
+    backend = argument(call, 0, "backend")
+    return backend is not None and string_value(backend.value) == "nccl"
 
 
 def is_cuda_test(expr: cst.CSTNode) -> bool:
     """True if the test expression ``expr`` checks for CUDA somewhere in it."""
     for node in subtree(expr):
         if isinstance(node, cst.Comparison) and _is_positive_cuda_comparison(node):
+            return True
+        if _is_negated_cpu_flag(node):
             return True
         # Attribute parts are Name nodes too: ``torch.cuda.is_available``,
         # ``x.is_cuda``, ``args.cuda``, ``use_gpu``.
@@ -240,11 +261,13 @@ class CudaGuards:
 
     def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         # After ``torch.cuda.set_device(rank)`` the code has chosen its GPU and
-        # ``.cuda()`` follows it: the rest of the block is CUDA-only code.
+        # ``.cuda()`` follows it; after an NCCL process group it has GPUs: the
+        # rest of the block is CUDA-only code.
         block = self._blocks[-1] if self._blocks else None
         if block is None or block.cuda_only or id(node) not in block.children:
             return
         for small in node.body:
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                if self.names.qualify(small.value.func) == "torch.cuda.set_device":
+                call = small.value
+                if self.names.qualify(call.func) == "torch.cuda.set_device" or is_nccl_init(call, self.names):
                     block.cuda_only = True

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .._lazy import cst
-from ..fixes import edit
-from ..names import full_name
-from ..rule import Fix, Rule, is_none
+from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
+from ..rule import Rule
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
-class TorchLoadWithoutMapLocation(Rule):
+class TorchLoadWithoutMapLocation(RoundTrips, Rule):
     r"""## What it does
     Flags a call to `torch.load` (under any alias: `th.load`, `from torch import load as
     tl`, `f = torch.load`, `torch.serialization.load`) that passes no `map_location`,
@@ -74,70 +71,9 @@ class TorchLoadWithoutMapLocation(Rule):
     FIX = "safe"
     NEEDS = {"load"}
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        # Per scope: files written by torch.save earlier in that scope. Loading
-        # them back in the same process (a round trip, common in tests) cannot
-        # meet a missing device.
-        self._saved: list[set[str]] = [set()]
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._saved.append(set())
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._saved.pop()
-
     def visit_Call(self, node: cst.Call) -> None:
         name = self.names.qualify(node.func)
         if name in TORCH_SAVES:
-            target = _file_argument(node, position=1)
-            if target:
-                self._saved[-1].add(target)
-        elif name in TORCH_LOADS and not has_map_location(node):
-            if _file_argument(node, position=0) not in self._saved[-1]:
-                self.report(node, fix=_cpu_map_location(node))
-
-
-def _file_argument(call: cst.Call, position: int) -> Optional[str]:
-    """Dotted text of the file argument (``f``) of torch.save/torch.load."""
-    for index, arg in enumerate(call.args):
-        if (arg.keyword is None and not arg.star and index == position) or (
-            arg.keyword is not None and arg.keyword.value == "f"
-        ):
-            if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                return full_name(arg.value)
-            return None
-    return None
-
-
-def has_map_location(call: cst.Call) -> bool:
-    """True if ``call`` passes a non-None map_location, or may (``*a``/``**kw``)."""
-    positional = 0
-    for arg in call.args:
-        if arg.star:  # *args or **kwargs may carry it: give the benefit of the doubt
-            return True
-        if arg.keyword is None:
-            positional += 1
-            if positional == 2:
-                return not is_none(arg.value)
-        elif arg.keyword.value == "map_location":
-            return not is_none(arg.value)
-    return False
-
-
-def _cpu_map_location(call: cst.Call) -> Optional[Fix]:
-    """``map_location="cpu"`` added, or an explicit ``None`` replaced; no fix
-    for ``torch.load()`` without arguments (it fails anyway)."""
-    return Fix(_with_cpu) if call.args else None
-
-
-def _with_cpu(call: cst.Call) -> cst.Call:
-    args = list(call.args)
-    positional = [i for i, arg in enumerate(args) if arg.keyword is None]
-    given = [i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == "map_location"]
-    index = given[0] if given else positional[1] if len(positional) >= 2 else None
-    cpu = cst.SimpleString(edit.CPU)
-    if index is not None:  # map_location=None, by keyword or position
-        args[index] = args[index].with_changes(value=cpu)
-        return call.with_changes(args=args)
-    return edit.add_argument(call, edit.keyword("map_location", cpu))
+            self.note_save(node, position=1)
+        elif name in TORCH_LOADS and not has_map_location(node) and not self.saved_here(node):
+            self.report(node, fix=cpu_map_location(node))

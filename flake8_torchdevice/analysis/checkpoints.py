@@ -1,0 +1,83 @@
+"""Loaders that take ``map_location``: TDV201 (``torch.load``) and TDV202
+(``torch.jit.load``, ``load_state_dict_from_url``) share the test for it,
+the round-trip exemption and the fix, one home each."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .._lazy import cst
+from ..fixes import edit
+from ..names import full_name
+from ..rule import Fix, is_none
+
+
+def file_argument(call: cst.Call, position: int, keyword: str = "f") -> Optional[str]:
+    """Dotted text of the file argument (``f``) of a save or load call."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is None and not arg.star and index == position) or (
+            arg.keyword is not None and arg.keyword.value == keyword
+        ):
+            if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                return full_name(arg.value)
+            return None
+    return None
+
+
+def has_map_location(call: cst.Call, position: int = 1) -> bool:
+    """True if ``call`` passes a non-None map_location (keyword, or the
+    0-based positional ``position``), or may (``*a``/``**kw``)."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:  # *args or **kwargs may carry it: give the benefit of the doubt
+            return True
+        if arg.keyword is None:
+            if positional == position:
+                return not is_none(arg.value)
+            positional += 1
+        elif arg.keyword.value == "map_location":
+            return not is_none(arg.value)
+    return False
+
+
+def cpu_map_location(call: cst.Call, position: int = 1) -> Optional[Fix]:
+    """``map_location="cpu"`` added, or an explicit ``None`` replaced; no fix
+    for a call without arguments (it fails anyway)."""
+    return Fix(lambda updated: _with_cpu(updated, position)) if call.args else None
+
+
+def _with_cpu(call: cst.Call, position: int) -> cst.Call:
+    args = list(call.args)
+    positional = [i for i, arg in enumerate(args) if arg.keyword is None]
+    given = [i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == "map_location"]
+    index = given[0] if given else positional[position] if len(positional) > position else None
+    cpu = cst.SimpleString(edit.CPU)
+    if index is not None:  # map_location=None, by keyword or position
+        args[index] = args[index].with_changes(value=cpu)
+        return call.with_changes(args=args)
+    return edit.add_argument(call, edit.keyword("map_location", cpu))
+
+
+class RoundTrips:
+    """Mixin for a ``Rule``: files written earlier in the same scope. Loading
+    them back in the same process (a round trip, common in tests) cannot
+    meet a missing device. A subclass defining these hooks calls ``super()``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._saved: list[set[str]] = [set()]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._saved.append(set())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._saved.pop()
+
+    def note_save(self, call: cst.Call, position: int) -> None:
+        target = file_argument(call, position)
+        if target:
+            self._saved[-1].add(target)
+
+    def saved_here(self, call: cst.Call) -> bool:
+        """Is the file that ``call`` loads (first argument) one saved in this scope?"""
+        return file_argument(call, 0) in self._saved[-1]
