@@ -1,0 +1,311 @@
+"""TDV701: the deprecated ``torch.cuda.amp`` / ``torch.cpu.amp`` API.
+
+Uses are collected during the walk and judged in ``leave_Module``: whether a
+use is a version-gated fallback, and whether a ``from torch.cuda.amp import``
+can be rewritten, depend on every binding of the name in the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .._lazy import cst
+from ..fixes import amp
+from ..fixes.amp import Api
+from ..names import dotted_name
+from ..rule import Fix, Rule
+
+_NAMES = {"cuda": ("autocast", "GradScaler", "custom_fwd", "custom_bwd"), "cpu": ("autocast", "GradScaler")}
+_SUBMODULE = {"autocast": "autocast_mode", "custom_fwd": "autocast_mode", "custom_bwd": "autocast_mode", "GradScaler": "grad_scaler"}
+DEPRECATED_MODULES = {f"torch.{device}.amp": device for device in _NAMES}
+DEPRECATED = {
+    f"torch.{device}.amp{sub}.{name}": Api(name, device)
+    for device, names in _NAMES.items()
+    for name in names
+    for sub in ("", "." + _SUBMODULE[name])
+}
+# The replacement API: a branch using it makes the other branch a fallback.
+NEW_API = ("torch.amp.", "torch.autocast")
+
+
+@dataclass
+class _Use:
+    node: cst.CSTNode  # a Call, or a Decorator without a call
+    api: Api
+    statement: Optional[int]
+    in_handler: bool
+    ifs: tuple  # enclosing If / IfExp nodes, outermost first
+    function: Optional[dict]  # the enclosing function's facts ({"new": uses torch.amp})
+
+
+class DeprecatedAmp(Rule):
+    r"""## What it does
+    Flags calls of the deprecated mixed-precision API: `torch.cuda.amp.autocast(...)`,
+    `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd` (as
+    decorators too), `torch.cpu.amp.autocast(...)` and `torch.cpu.amp.GradScaler(...)`,
+    under any alias (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`,
+    `import torch.cuda.amp as amp`).
+
+    ## Why is this bad?
+    Since torch 2.4 each call emits a `FutureWarning` and the API is slated for removal;
+    the device is baked into the module name, which ties the code to CUDA. `torch.amp`
+    takes the device as an argument (`torch.amp.autocast(device.type)`), so the same code
+    runs on CPU, CUDA, XPU or MPS.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast(False):
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", enabled=False):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    Safe. The old and new signatures differ (old `autocast(enabled=True,
+    dtype=torch.float16, cache_enabled=True)`, new `autocast(device_type, dtype=None,
+    enabled=True, cache_enabled=None)`; old `GradScaler(init_scale, ...)`, new
+    `GradScaler(device="cuda", init_scale, ...)`), so the fix binds every positional
+    argument by the old signature and writes it as a keyword:
+    `torch.cpu.amp.autocast(False)` becomes `torch.amp.autocast("cpu", enabled=False)`,
+    never `torch.amp.autocast("cpu", False)` (which passes `False` as the dtype and raises
+    when the block is entered). Where no dtype is given the fix writes the old default
+    (`dtype=torch.float16` for CUDA, `torch.bfloat16` for CPU), because the new autocast
+    would otherwise inherit the dtype of an enclosing autocast region; a disabled region
+    (`enabled=False`) needs none. `custom_fwd` / `custom_bwd` get `device_type="cuda"`.
+    `from torch.cuda.amp import autocast` becomes `from torch.amp import autocast` only when
+    every use of every name it imports is a call or decorator the fix rewrites; otherwise
+    nothing of that import is changed. Calls forwarding `*args` are reported, not fixed.
+    The one difference left: the new autocast reads the autocast cache setting of an
+    enclosing region where the old one forced it on; the cache changes speed, not results.
+
+    ## When it does not report
+    - version-gated fallbacks: a use or import inside an `except` handler (`try: from
+      torch.amp import autocast` / `except ImportError: from torch.cuda.amp import
+      autocast`), in the branch of an `if` / conditional expression whose other branch
+      (or test) uses `torch.amp` or `torch.autocast`, or through a name that the file also
+      binds to something else (`autocast = partial(torch.amp.autocast, "cuda")` in the
+      other branch of a version check);
+    - references that are not called (`isinstance(s, torch.cuda.amp.GradScaler)`, type
+      annotations): they emit no warning;
+    - `torch.amp.*`, `torch.autocast`, and other libraries' `autocast`.
+
+    ## The error torch raises
+    A warning, which `-W error::FutureWarning` (or pytest's `filterwarnings = error`)
+    turns into an error:
+
+    ```
+    FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', args...)` instead.
+    ```
+
+    Likewise `torch.cuda.amp.GradScaler(args...)` ("Please use
+    `torch.amp.GradScaler('cuda', args...)` instead."), `torch.cpu.amp.autocast(args...)`,
+    and `torch.cuda.amp.custom_fwd(args...)` ("Please use `torch.amp.custom_fwd(args...,
+    device_type='cuda')` instead."). The wrong rewrite `torch.amp.autocast("cpu", False)` fails
+    when the block is entered:
+
+    ```
+    TypeError: set_autocast_dtype(): argument 'dtype' (position 2) must be torch.dtype, not bool
+    ```
+    """
+
+    CODE = "TDV701"
+    NAME = "deprecated-amp-api"
+    SUMMARY = "deprecated `torch.cuda.amp` / `torch.cpu.amp` call"
+    MESSAGE = "torch.{device}.amp.{name} is deprecated since torch 2.4 (FutureWarning); use {new}"
+    FIX = "safe"
+    NEEDS = {"autocast", "GradScaler", "custom_fwd", "custom_bwd"}
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._module: Optional[cst.Module] = None
+        self._uses: list[_Use] = []
+        self._handlers = 0
+        self._ifs: list[cst.CSTNode] = []
+        self._bindings: dict[str, set] = {}  # local name -> what the file binds it to
+        self._gated: set[str] = set()  # locals whose deprecated import is a fallback
+        self._modules: dict[str, set] = {}  # deprecated module -> locals imported from it
+        self._functions: list[dict] = []
+
+    # -- context ------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
+
+    def visit_ExceptHandler(self, node) -> None:
+        self._handlers += 1
+
+    def leave_ExceptHandler(self, node) -> None:
+        self._handlers -= 1
+
+    def visit_FunctionDef(self, node) -> None:
+        self._functions.append({"new": False})
+
+    def leave_FunctionDef(self, node) -> None:
+        self._functions.pop()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """A function that also uses torch.amp / torch.autocast chooses
+        between the two APIs (``if hasattr(torch, "amp"): return ...``)."""
+        if self._functions and node.attr.value in ("amp", "autocast"):
+            if self.names.qualify(node) in ("torch.amp", "torch.autocast"):
+                self._functions[-1]["new"] = True
+
+    def visit_If(self, node) -> None:
+        self._ifs.append(node)
+
+    def leave_If(self, node) -> None:
+        self._ifs.pop()
+
+    def visit_IfExp(self, node) -> None:
+        self._ifs.append(node)
+
+    def leave_IfExp(self, node) -> None:
+        self._ifs.pop()
+
+    # -- bindings -----------------------------------------------------
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module)
+        for alias in node.names:
+            local = amp._local(alias)
+            name = dotted_name(alias.name)
+            if local is None or module is None or name is None:
+                continue
+            qualified = f"{module}.{name}"
+            self._bindings.setdefault(local, set()).add(qualified)
+            if qualified in DEPRECATED and (self._handlers or self._ifs):
+                self._gated.add(local)
+            if module in DEPRECATED_MODULES:
+                self._modules.setdefault(module, set()).add(local)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                value = self.names.qualify(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
+                self._bindings.setdefault(target.target.value, set()).add(value)
+
+    # -- uses -----------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        api = DEPRECATED.get(self.names.qualify(node.func) or "")
+        if api is not None:
+            self._record(node, api)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        api = DEPRECATED.get(self.names.qualify(node.decorator) or "")
+        if api is not None and api.name in amp.DECORATORS:
+            self._record(node, api)
+
+    def _record(self, node: cst.CSTNode, api: Api) -> None:
+        function = self._functions[-1] if self._functions else None
+        use = _Use(node, api, self.context.statement, self._handlers > 0, tuple(self._ifs), function)
+        self._uses.append(use)
+
+    # -- verdicts -------------------------------------------------------
+    def leave_Module(self, node: cst.Module) -> None:
+        module_fix = self._import_fix()
+        for use in self._uses:
+            local = _callee(use.node)
+            if local is not None and isinstance(local, cst.Name):
+                if self._fallback_name(local.value):
+                    continue
+                fix = module_fix
+            else:
+                fix = self._use_fix(use)
+            if use.in_handler or (use.function and use.function["new"]) or self._gated_by_if(use):
+                continue
+            self.report(use.node, self._message(use.api), fix=fix, statement=use.statement)
+
+    def _message(self, api: Api) -> str:
+        if api.name in amp.DECORATORS:
+            new = f'torch.amp.{api.name}(..., device_type="{api.device}")'
+        else:
+            new = f'torch.amp.{api.name}("{api.device}", ...)'
+        return self.MESSAGE.format(device=api.device, name=api.name, new=new)
+
+    def _fallback_name(self, local: str) -> bool:
+        """A name also bound to something else (the other arm of a version
+        check), or imported as a fallback."""
+        bound = self._bindings.get(local, set())
+        return local in self._gated or any(q not in DEPRECATED for q in bound) or len(bound) > 1
+
+    def _gated_by_if(self, use: _Use) -> bool:
+        for branch in use.ifs:
+            arms = (branch.body, branch.orelse)
+            inside = [arm for arm in arms if arm is not None and _contains(arm, use.node)]
+            others = [arm for arm in arms if arm is not None and not any(arm is i for i in inside)]
+            if inside and any(self._uses_new_api(part) for part in (*others, branch.test)):
+                return True
+        return False
+
+    def _uses_new_api(self, node: cst.CSTNode) -> bool:
+        for part in _nodes(node):
+            if isinstance(part, cst.Attribute):
+                qualified = self.names.qualify(part) or ""
+                if qualified.startswith(NEW_API[0]) or qualified == NEW_API[1]:
+                    return True
+        return False
+
+    # -- fixes ----------------------------------------------------------
+    def _torch_name(self, func: cst.BaseExpression) -> Optional[str]:
+        """The file's name for the torch module: the callee's own head if it
+        is torch (``th.cuda.amp.autocast``), else ``torch`` if bound."""
+        head = func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if isinstance(head, cst.Name) and self.names.resolve_dotted(head.value) == "torch":
+            return head.value
+        return "torch" if self.names.resolve_dotted("torch") == "torch" else None
+
+    def _use_fix(self, use: _Use) -> Optional[Fix]:
+        node, api = use.node, use.api
+        func = node.decorator if isinstance(node, cst.Decorator) else node.func
+        torch_name = self._torch_name(func)
+        if torch_name is None:
+            return None
+        new_func = amp.new_api(torch_name, api.name)
+        if isinstance(node, cst.Decorator):
+            return Fix(lambda d: amp.rewrite_decorator(d, api, new_func))
+        if amp.new_arguments(node, api, torch_name) is None:
+            return None
+        return Fix(lambda call: amp.rewrite_call(call, api, new_func, torch_name) or call)
+
+    def _import_fix(self) -> Optional[Fix]:
+        """One fix for the whole file: every ``from torch.<device>.amp import``
+        rewritten with all uses of its names (see ``amp.ImportRewriter``)."""
+        plans = {}
+        for module, locals_ in self._modules.items():
+            for local in locals_:
+                qualified = next(iter(self._bindings.get(local, {None})))
+                api = DEPRECATED.get(qualified or "")
+                if api is not None and not self._fallback_name(local):
+                    plans[local] = api
+        if not plans or self._module is None:
+            return None
+        torch_name = "torch" if self.names.resolve_dotted("torch") == "torch" else None
+        modules = self._modules
+        return Fix(lambda module: amp.rewrite_imports(module, plans, modules, torch_name), target=self._module)
+
+
+def _callee(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    if isinstance(node, cst.Decorator):
+        return node.decorator
+    return node.func
+
+
+def _nodes(tree: cst.CSTNode):
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
+    return any(node is target for node in _nodes(tree))
