@@ -10,7 +10,6 @@ which would pass ``False`` as the dtype).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Optional
 
 from .._lazy import cst
@@ -123,73 +122,15 @@ def new_api(torch_name: str, name: str) -> cst.Attribute:
     return cst.Attribute(cst.Attribute(cst.Name(torch_name), cst.Name("amp")), cst.Name(name))
 
 
-def rewrite_imports(module: cst.Module, plans: dict, modules: dict, torch_name: Optional[str]) -> cst.Module:
-    """``from torch.cuda.amp import autocast`` -> ``from torch.amp import
-    autocast``, with every use of the imported names rewritten, for the names
-    ``plans`` gives (local name -> Api). Applied only when every occurrence
-    of those names is a call, a decorator or the import itself, and every
-    call binds: otherwise the module comes back unchanged."""
-    if not _only_called(module, set(plans)):
-        return module
-    rewriter = _rewriter_class()(plans, modules, torch_name)
-    fixed = module.visit(rewriter)
-    return module if rewriter.failed else fixed
+def rewrite_import(node: cst.ImportFrom) -> cst.ImportFrom:
+    """``from torch.cuda.amp import autocast`` -> ``from torch.amp import autocast``."""
+    return node.with_changes(module=cst.Attribute(cst.Name("torch"), cst.Name("amp")))
 
 
-@lru_cache(maxsize=1)
-def _rewriter_class():
-    """Built on first use: importing this module must not load LibCST."""
-
-    class ImportRewriter(cst.CSTTransformer):
-        def __init__(self, plans: dict, modules: dict, torch_name: Optional[str]) -> None:
-            super().__init__()
-            self.plans, self.modules, self.torch_name = plans, modules, torch_name
-            self.failed = False
-
-        def leave_ImportFrom(self, original, updated):
-            module = _dotted(updated.module) if updated.module is not None and not updated.relative else None
-            if module not in self.modules or isinstance(updated.names, cst.ImportStar):
-                return updated
-            planned = [_local(alias) in self.plans for alias in updated.names]
-            if not all(planned):
-                self.failed = self.failed or any(planned)  # a name torch.amp lacks
-                return updated
-            return updated.with_changes(module=cst.Attribute(cst.Name("torch"), cst.Name("amp")))
-
-        def leave_Decorator(self, original, updated):
-            target = updated.decorator
-            if isinstance(target, cst.Name) and target.value in self.plans:
-                return rewrite_decorator(updated, self.plans[target.value], target)
-            return updated
-
-        def leave_Call(self, original, updated):
-            func = updated.func
-            if isinstance(func, cst.Name) and func.value in self.plans:
-                new = rewrite_call(updated, self.plans[func.value], func, self.torch_name)
-                if new is None:
-                    self.failed = True
-                    return updated
-                return new
-            return updated
-
-    return ImportRewriter
-
-
-def _local(alias: cst.ImportAlias) -> Optional[str]:
-    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-        return alias.asname.name.value
-    return alias.name.value if isinstance(alias.name, cst.Name) else None
-
-
-def _dotted(node) -> Optional[str]:
-    from ..names import dotted_name
-
-    return dotted_name(node)
-
-
-def _only_called(module: cst.Module, names: set) -> bool:
+def only_called(module: cst.Module, names: set) -> bool:
     """Every occurrence of ``names`` is a call's callee, a decorator, an
-    import, an attribute's name or a keyword."""
+    import, an attribute's name or a keyword: renaming what they import
+    and rewriting every call leaves nothing behind."""
     stack = [module]
     fine: set = set()
     while stack:
@@ -199,6 +140,12 @@ def _only_called(module: cst.Module, names: set) -> bool:
         fine.update(id(child) for child in _harmless_children(node))
         stack.extend(node.children)
     return True
+
+
+def local_name(alias: cst.ImportAlias) -> Optional[str]:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return alias.name.value if isinstance(alias.name, cst.Name) else None
 
 
 def _harmless_children(node: cst.CSTNode) -> list:

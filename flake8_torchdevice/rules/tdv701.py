@@ -45,7 +45,8 @@ class DeprecatedAmp(Rule):
     `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd` (as
     decorators too), `torch.cpu.amp.autocast(...)` and `torch.cpu.amp.GradScaler(...)`,
     under any alias (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`,
-    `import torch.cuda.amp as amp`).
+    `import torch.cuda.amp as amp`), and the `from torch.cuda.amp import ...` /
+    `from torch.cpu.amp import ...` statements themselves.
 
     ## Why is this bad?
     Since torch 2.4 each call emits a `FutureWarning` and the API is slated for removal;
@@ -80,8 +81,12 @@ class DeprecatedAmp(Rule):
     would otherwise inherit the dtype of an enclosing autocast region; a disabled region
     (`enabled=False`) needs none. `custom_fwd` / `custom_bwd` get `device_type="cuda"`.
     `from torch.cuda.amp import autocast` becomes `from torch.amp import autocast` only when
-    every use of every name it imports is a call or decorator the fix rewrites; otherwise
-    nothing of that import is changed. Calls forwarding `*args` are reported, not fixed.
+    every use of every name such imports bind is a call or decorator the fix rewrites;
+    otherwise neither the imports nor the uses of their names are changed (fix them
+    together: silencing only some of them with `# noqa` would leave a name imported from one
+    API and called with the other's arguments). Calls forwarding `*args` are reported, not
+    fixed. A qualified call (`torch.cuda.amp.autocast(...)`) is rewritten on its own; an
+    `import torch.cuda.amp` or `from torch.cuda import amp` it leaves unused stays.
     The one difference left: the new autocast reads the autocast cache setting of an
     enclosing region where the old one forced it on; the cache changes speed, not results.
 
@@ -119,6 +124,7 @@ class DeprecatedAmp(Rule):
     NAME = "deprecated-amp-api"
     SUMMARY = "deprecated `torch.cuda.amp` / `torch.cpu.amp` call"
     MESSAGE = "torch.{device}.amp.{name} is deprecated since torch 2.4 (FutureWarning); use {new}"
+    IMPORT_MESSAGE = "import from torch.amp: the torch.cuda.amp / torch.cpu.amp API is deprecated since torch 2.4"
     FIX = "safe"
     NEEDS = {"autocast", "GradScaler", "custom_fwd", "custom_bwd"}
 
@@ -130,7 +136,7 @@ class DeprecatedAmp(Rule):
         self._ifs: list[cst.CSTNode] = []
         self._bindings: dict[str, set] = {}  # local name -> what the file binds it to
         self._gated: set[str] = set()  # locals whose deprecated import is a fallback
-        self._modules: dict[str, set] = {}  # deprecated module -> locals imported from it
+        self._imports: list[tuple] = []  # (ImportFrom of a deprecated module, statement, locals, gated)
         self._functions: list[dict] = []
 
     # -- context ------------------------------------------------------
@@ -173,8 +179,11 @@ class DeprecatedAmp(Rule):
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted_name(node.module)
+        if module in DEPRECATED_MODULES:
+            locals_ = [amp.local_name(alias) for alias in node.names]
+            self._imports.append((node, self.context.statement, locals_, bool(self._handlers or self._ifs)))
         for alias in node.names:
-            local = amp._local(alias)
+            local = amp.local_name(alias)
             name = dotted_name(alias.name)
             if local is None or module is None or name is None:
                 continue
@@ -182,8 +191,6 @@ class DeprecatedAmp(Rule):
             self._bindings.setdefault(local, set()).add(qualified)
             if qualified in DEPRECATED and (self._handlers or self._ifs):
                 self._gated.add(local)
-            if module in DEPRECATED_MODULES:
-                self._modules.setdefault(module, set()).add(local)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -209,18 +216,20 @@ class DeprecatedAmp(Rule):
 
     # -- verdicts -------------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:
-        module_fix = self._import_fix()
+        renamed = self._renamed_locals()
         for use in self._uses:
-            local = _callee(use.node)
-            if local is not None and isinstance(local, cst.Name):
-                if self._fallback_name(local.value):
-                    continue
-                fix = module_fix
-            else:
-                fix = self._use_fix(use)
+            callee = _callee(use.node)
+            if isinstance(callee, cst.Name) and self._fallback_name(callee.value):
+                continue
             if use.in_handler or (use.function and use.function["new"]) or self._gated_by_if(use):
                 continue
+            fix = self._use_fix(use, renamed)
             self.report(use.node, self._message(use.api), fix=fix, statement=use.statement)
+        for imported, statement, locals_, gated in self._imports:
+            if gated or any(self._fallback_name(local) for local in locals_ if local):
+                continue
+            fix = Fix(amp.rewrite_import) if renamed is not None else None
+            self.report(imported, self.IMPORT_MESSAGE, fix=fix, statement=statement)
 
     def _message(self, api: Api) -> str:
         if api.name in amp.DECORATORS:
@@ -263,34 +272,42 @@ class DeprecatedAmp(Rule):
             return head.value
         return "torch" if self.names.resolve_dotted("torch") == "torch" else None
 
-    def _use_fix(self, use: _Use) -> Optional[Fix]:
+    def _use_fix(self, use: _Use, renamed: Optional[set]) -> Optional[Fix]:
         node, api = use.node, use.api
-        func = node.decorator if isinstance(node, cst.Decorator) else node.func
+        func = _callee(node)
         torch_name = self._torch_name(func)
-        if torch_name is None:
+        if isinstance(func, cst.Name):  # imported by name: rewritten with its import
+            if renamed is None or func.value not in renamed:
+                return None
+            new_func = func
+        elif torch_name is None:
             return None
-        new_func = amp.new_api(torch_name, api.name)
+        else:
+            new_func = amp.new_api(torch_name, api.name)
         if isinstance(node, cst.Decorator):
             return Fix(lambda d: amp.rewrite_decorator(d, api, new_func))
         if amp.new_arguments(node, api, torch_name) is None:
             return None
         return Fix(lambda call: amp.rewrite_call(call, api, new_func, torch_name) or call)
 
-    def _import_fix(self) -> Optional[Fix]:
-        """One fix for the whole file: every ``from torch.<device>.amp import``
-        rewritten with all uses of its names (see ``amp.ImportRewriter``)."""
-        plans = {}
-        for module, locals_ in self._modules.items():
-            for local in locals_:
-                qualified = next(iter(self._bindings.get(local, {None})))
-                api = DEPRECATED.get(qualified or "")
-                if api is not None and not self._fallback_name(local):
-                    plans[local] = api
-        if not plans or self._module is None:
+    def _renamed_locals(self) -> Optional[set]:
+        """The names that ``from torch.<device>.amp import`` binds, if every
+        such import can become ``from torch.amp import`` with every use of
+        its names rewritten (all of them, or none: a half-rewritten name
+        would call the new API with the old arguments); else None."""
+        names = set()
+        for _, _, locals_, gated in self._imports:
+            if gated or any(local is None or self._fallback_name(local) for local in locals_):
+                return None
+            names.update(locals_)
+        if not names or self._module is None or not amp.only_called(self._module, names):
             return None
-        torch_name = "torch" if self.names.resolve_dotted("torch") == "torch" else None
-        modules = self._modules
-        return Fix(lambda module: amp.rewrite_imports(module, plans, modules, torch_name), target=self._module)
+        for use in self._uses:
+            callee = _callee(use.node)
+            if isinstance(callee, cst.Name) and callee.value in names and isinstance(use.node, cst.Call):
+                if amp.new_arguments(use.node, use.api, self._torch_name(callee)) is None:
+                    return None
+        return names
 
 
 def _callee(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
