@@ -26,7 +26,7 @@ DEPRECATED = {
     for sub in ("", "." + _SUBMODULE[name])
 }
 # The replacement API: a branch using it makes the other branch a fallback.
-NEW_API = ("torch.amp.", "torch.autocast")
+NEW_API = frozenset({"torch.amp", "torch.autocast", "torch.GradScaler"})
 
 
 @dataclass
@@ -94,7 +94,8 @@ class DeprecatedAmp(Rule):
     - version-gated fallbacks: a use or import inside an `except` handler (`try: from
       torch.amp import autocast` / `except ImportError: from torch.cuda.amp import
       autocast`), in the branch of an `if` / conditional expression whose other branch
-      (or test) uses `torch.amp` or `torch.autocast`, or through a name that the file also
+      (or test) uses `torch.amp`, `torch.autocast` or `torch.GradScaler`, in a function
+      that uses them too (`if hasattr(torch, "amp"): return torch.amp.autocast(...)`), or through a name that the file also
       binds to something else (`autocast = partial(torch.amp.autocast, "cuda")` in the
       other branch of a version check);
     - references that are not called (`isinstance(s, torch.cuda.amp.GradScaler)`, type
@@ -158,8 +159,8 @@ class DeprecatedAmp(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         """A function that also uses torch.amp / torch.autocast chooses
         between the two APIs (``if hasattr(torch, "amp"): return ...``)."""
-        if self._functions and node.attr.value in ("amp", "autocast"):
-            if self.names.qualify(node) in ("torch.amp", "torch.autocast"):
+        if self._functions and node.attr.value in ("amp", "autocast", "GradScaler"):
+            if self.names.qualify(node) in NEW_API:
                 self._functions[-1]["new"] = True
 
     def visit_If(self, node) -> None:
@@ -256,8 +257,7 @@ class DeprecatedAmp(Rule):
     def _uses_new_api(self, node: cst.CSTNode) -> bool:
         for part in _nodes(node):
             if isinstance(part, cst.Attribute):
-                qualified = self.names.qualify(part) or ""
-                if qualified.startswith(NEW_API[0]) or qualified == NEW_API[1]:
+                if self.names.qualify(part) in NEW_API:
                     return True
         return False
 
