@@ -95,9 +95,10 @@ class DeprecatedAmp(Rule):
       torch.amp import autocast` / `except ImportError: from torch.cuda.amp import
       autocast`), in the branch of an `if` / conditional expression whose other branch
       (or test) uses `torch.amp`, `torch.autocast` or `torch.GradScaler`, in a function
-      that uses them too (`if hasattr(torch, "amp"): return torch.amp.autocast(...)`), or through a name that the file also
-      binds to something else (`autocast = partial(torch.amp.autocast, "cuda")` in the
-      other branch of a version check);
+      that uses them too (`if hasattr(torch, "amp"): return torch.amp.autocast(...)`),
+      or through a name that the file also binds to something else
+      (`autocast = partial(torch.amp.autocast, "cuda")` in the other branch of a version
+      check);
     - references that are not called (`isinstance(s, torch.cuda.amp.GradScaler)`, type
       annotations): they emit no warning;
     - `torch.amp.*`, `torch.autocast`, and other libraries' `autocast`.
@@ -108,12 +109,14 @@ class DeprecatedAmp(Rule):
 
     ```
     FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', args...)` instead.
+    FutureWarning: `torch.cpu.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cpu', args...)` instead.
+    FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', args...)` instead.
+    FutureWarning: `torch.cpu.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cpu', args...)` instead.
+    FutureWarning: `torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use `torch.amp.custom_fwd(args..., device_type='cuda')` instead.
+    FutureWarning: `torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use `torch.amp.custom_bwd(args..., device_type='cuda')` instead.
     ```
 
-    Likewise `torch.cuda.amp.GradScaler(args...)` ("Please use
-    `torch.amp.GradScaler('cuda', args...)` instead."), `torch.cpu.amp.autocast(args...)`,
-    and `torch.cuda.amp.custom_fwd(args...)` ("Please use `torch.amp.custom_fwd(args...,
-    device_type='cuda')` instead."). The wrong rewrite `torch.amp.autocast("cpu", False)` fails
+    The wrong rewrite `torch.amp.autocast("cpu", False)` (another linter's fix) fails
     when the block is entered:
 
     ```
