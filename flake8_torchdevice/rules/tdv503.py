@@ -112,7 +112,9 @@ class ModulesInPlainContainer(Rule):
 
     On a CPU machine the fixture moves the model to the meta device and checks that the
     listed layers followed; the check fails with
-    `AssertionError: listed layer weight stayed on cpu after .to('meta')`.
+    `AssertionError: listed layer weight stayed on cpu after .to('meta')`. Counting the
+    parameters shows what the optimizer would get:
+    `AssertionError: parameters() misses the listed layers: 0 of 14`.
     """
 
     CODE = "TDV503"
