@@ -36,7 +36,7 @@ class _Use:
     statement: Optional[int]
     in_handler: bool
     ifs: tuple  # enclosing If / IfExp nodes, outermost first
-    function: Optional[dict]  # the enclosing function's facts ({"new": uses torch.amp})
+    scope: dict  # the enclosing function's (or module's) facts
 
 
 class DeprecatedAmp(Rule):
@@ -93,12 +93,14 @@ class DeprecatedAmp(Rule):
     ## When it does not report
     - version-gated fallbacks: a use or import inside an `except` handler (`try: from
       torch.amp import autocast` / `except ImportError: from torch.cuda.amp import
-      autocast`), in the branch of an `if` / conditional expression whose other branch
-      (or test) uses `torch.amp`, `torch.autocast` or `torch.GradScaler`, in a function
-      that uses them too (`if hasattr(torch, "amp"): return torch.amp.autocast(...)`),
-      or through a name that the file also binds to something else
-      (`autocast = partial(torch.amp.autocast, "cuda")` in the other branch of a version
-      check);
+      autocast`); in a branch of an `if` / conditional expression that tests the torch
+      version or a feature (`torch.__version__`, `version.parse(...)`, `TORCH_2_4`,
+      `hasattr(...)`) when another branch uses `torch.amp`, `torch.autocast` or
+      `torch.GradScaler`; after such an `if` whose branch returns the new API; or through a
+      name the file also binds to something else (`autocast = partial(torch.amp.autocast,
+      "cuda")` in the other branch of a version check). A branch chosen by device
+      (`if device_type == "cuda": torch.cuda.amp.GradScaler() else:
+      torch.amp.GradScaler(device_type)`) is reported: it warns on every torch >= 2.4;
     - references that are not called (`isinstance(s, torch.cuda.amp.GradScaler)`, type
       annotations): they emit no warning;
     - `torch.amp.*`, `torch.autocast`, and other libraries' `autocast`.
@@ -141,7 +143,7 @@ class DeprecatedAmp(Rule):
         self._bindings: dict[str, set] = {}  # local name -> what the file binds it to
         self._gated: set[str] = set()  # locals whose deprecated import is a fallback
         self._imports: list[tuple] = []  # (ImportFrom of a deprecated module, statement, locals, gated)
-        self._functions: list[dict] = []
+        self._scopes: list[dict] = [{"gated": False}]  # module, then enclosing functions
 
     # -- context ------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
@@ -154,23 +156,21 @@ class DeprecatedAmp(Rule):
         self._handlers -= 1
 
     def visit_FunctionDef(self, node) -> None:
-        self._functions.append({"new": False})
+        self._scopes.append({"gated": False})
 
     def leave_FunctionDef(self, node) -> None:
-        self._functions.pop()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        """A function that also uses torch.amp / torch.autocast chooses
-        between the two APIs (``if hasattr(torch, "amp"): return ...``)."""
-        if self._functions and node.attr.value in ("amp", "autocast", "GradScaler"):
-            if self.names.qualify(node) in NEW_API:
-                self._functions[-1]["new"] = True
+        self._scopes.pop()
 
     def visit_If(self, node) -> None:
         self._ifs.append(node)
 
     def leave_If(self, node) -> None:
+        """``if <version check>: return <torch.amp ...>``: what follows in the
+        scope is the fallback."""
         self._ifs.pop()
+        body = node.body.body
+        if body and _returns(body[-1]) and _version_test(node.test) and self._uses_new_api(node.body):
+            self._scopes[-1]["gated"] = True
 
     def visit_IfExp(self, node) -> None:
         self._ifs.append(node)
@@ -214,8 +214,7 @@ class DeprecatedAmp(Rule):
             self._record(node, api)
 
     def _record(self, node: cst.CSTNode, api: Api) -> None:
-        function = self._functions[-1] if self._functions else None
-        use = _Use(node, api, self.context.statement, self._handlers > 0, tuple(self._ifs), function)
+        use = _Use(node, api, self.context.statement, self._handlers > 0, tuple(self._ifs), self._scopes[-1])
         self._uses.append(use)
 
     # -- verdicts -------------------------------------------------------
@@ -225,7 +224,7 @@ class DeprecatedAmp(Rule):
             callee = _callee(use.node)
             if isinstance(callee, cst.Name) and self._fallback_name(callee.value):
                 continue
-            if use.in_handler or (use.function and use.function["new"]) or self._gated_by_if(use):
+            if use.in_handler or use.scope["gated"] or self._gated_by_if(use):
                 continue
             fix = self._use_fix(use, renamed)
             self.report(use.node, self._message(use.api), fix=fix, statement=use.statement)
@@ -253,7 +252,7 @@ class DeprecatedAmp(Rule):
             arms = (branch.body, branch.orelse)
             inside = [arm for arm in arms if arm is not None and _contains(arm, use.node)]
             others = [arm for arm in arms if arm is not None and not any(arm is i for i in inside)]
-            if inside and any(self._uses_new_api(part) for part in (*others, branch.test)):
+            if inside and _version_test(branch.test) and any(self._uses_new_api(part) for part in others):
                 return True
         return False
 
@@ -325,6 +324,24 @@ def _nodes(tree: cst.CSTNode):
         node = stack.pop()
         yield node
         stack.extend(node.children)
+
+
+def _version_test(test: cst.BaseExpression) -> bool:
+    """A test of the torch version or of a feature: ``torch.__version__``,
+    ``version.parse(...)``, ``TORCH_2_4``, ``_TORCH_GREATER_EQUAL_2_4``,
+    ``hasattr(torch, "amp")``."""
+    for node in _nodes(test):
+        if isinstance(node, cst.Name):
+            word = node.value.lower()
+            if "version" in word or word == "hasattr" or ("torch" in word and any(c.isdigit() for c in word)):
+                return True
+    return False
+
+
+def _returns(statement: cst.CSTNode) -> bool:
+    if isinstance(statement, cst.SimpleStatementLine):
+        return any(isinstance(part, (cst.Return, cst.Raise)) for part in statement.body)
+    return False
 
 
 def _contains(tree: cst.CSTNode, target: cst.CSTNode) -> bool:
