@@ -123,3 +123,28 @@ def test_tdv503_reads_other_methods():
     assert lines(ModulesInPlainContainer, source) == []
     reading = MODULE.format(value="[nn.Linear(2, 2)]") + "\n    def forward(self, x):\n        return len(self.layers)\n"
     assert lines(ModulesInPlainContainer, reading) == [8]
+
+
+def test_a_version_gated_use_keeps_its_import_unfixed():
+    source = """
+    import torch
+    from torch.cuda.amp import autocast
+    with autocast():
+        pass
+    if torch.__version__ >= "2.4":
+        ctx = torch.amp.autocast("cuda")
+    else:
+        ctx = autocast()
+    """
+    assert lines(DeprecatedAmp, source) == [3, 4]
+    assert fixed(source) == textwrap.dedent(source)
+
+
+def test_an_import_is_reported_only_where_its_names_are_called():
+    source = """
+    import torch
+    from torch.cuda.amp import GradScaler
+    def check(scaler: GradScaler) -> bool:
+        return isinstance(scaler, GradScaler)
+    """
+    assert lines(DeprecatedAmp, source) == []

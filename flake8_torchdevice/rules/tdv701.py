@@ -46,7 +46,7 @@ class DeprecatedAmp(Rule):
     decorators too), `torch.cpu.amp.autocast(...)` and `torch.cpu.amp.GradScaler(...)`,
     under any alias (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`,
     `import torch.cuda.amp as amp`), and the `from torch.cuda.amp import ...` /
-    `from torch.cpu.amp import ...` statements themselves.
+    `from torch.cpu.amp import ...` statements whose names are called so.
 
     ## Why is this bad?
     Since torch 2.4 each call emits a `FutureWarning` and the API is slated for removal;
@@ -102,7 +102,7 @@ class DeprecatedAmp(Rule):
       (`if device_type == "cuda": torch.cuda.amp.GradScaler() else:
       torch.amp.GradScaler(device_type)`) is reported: it warns on every torch >= 2.4;
     - references that are not called (`isinstance(s, torch.cuda.amp.GradScaler)`, type
-      annotations): they emit no warning;
+      annotations), and imports used only so: they emit no warning;
     - `torch.amp.*`, `torch.autocast`, and other libraries' `autocast`.
 
     ## The error torch raises
@@ -219,20 +219,22 @@ class DeprecatedAmp(Rule):
 
     # -- verdicts -------------------------------------------------------
     def leave_Module(self, node: cst.Module) -> None:
-        renamed = self._renamed_locals()
-        for use in self._uses:
-            callee = _callee(use.node)
-            if isinstance(callee, cst.Name) and self._fallback_name(callee.value):
-                continue
-            if use.in_handler or use.scope["gated"] or self._gated_by_if(use):
-                continue
+        reported = [use for use in self._uses if not self._fallback(use)]
+        renamed = self._renamed_locals(reported)
+        for use in reported:
             fix = self._use_fix(use, renamed)
             self.report(use.node, self._message(use.api), fix=fix, statement=use.statement)
+        called = {_callee(use.node).value for use in reported if isinstance(_callee(use.node), cst.Name)}
         for imported, statement, locals_, gated in self._imports:
-            if gated or any(self._fallback_name(local) for local in locals_ if local):
-                continue
-            fix = Fix(amp.rewrite_import) if renamed is not None else None
-            self.report(imported, self.IMPORT_MESSAGE, fix=fix, statement=statement)
+            if not gated and called.intersection(locals_):
+                fix = Fix(amp.rewrite_import) if renamed is not None else None
+                self.report(imported, self.IMPORT_MESSAGE, fix=fix, statement=statement)
+
+    def _fallback(self, use: _Use) -> bool:
+        callee = _callee(use.node)
+        if isinstance(callee, cst.Name) and self._fallback_name(callee.value):
+            return True
+        return use.in_handler or use.scope["gated"] or self._gated_by_if(use)
 
     def _message(self, api: Api) -> str:
         if api.name in amp.DECORATORS:
@@ -292,11 +294,12 @@ class DeprecatedAmp(Rule):
             return None
         return Fix(lambda call: amp.rewrite_call(call, api, new_func, torch_name) or call)
 
-    def _renamed_locals(self) -> Optional[set]:
+    def _renamed_locals(self, reported: list) -> Optional[set]:
         """The names that ``from torch.<device>.amp import`` binds, if every
         such import can become ``from torch.amp import`` with every use of
-        its names rewritten (all of them, or none: a half-rewritten name
-        would call the new API with the old arguments); else None."""
+        its names reported and rewritten (all of them, or none: a
+        half-rewritten name would call the new API with the old arguments);
+        else None."""
         names = set()
         for _, _, locals_, gated in self._imports:
             if gated or any(local is None or self._fallback_name(local) for local in locals_):
@@ -306,9 +309,12 @@ class DeprecatedAmp(Rule):
             return None
         for use in self._uses:
             callee = _callee(use.node)
-            if isinstance(callee, cst.Name) and callee.value in names and isinstance(use.node, cst.Call):
-                if amp.new_arguments(use.node, use.api, self._torch_name(callee)) is None:
-                    return None
+            if not isinstance(callee, cst.Name) or callee.value not in names:
+                continue
+            if not any(use is r for r in reported):
+                return None
+            if isinstance(use.node, cst.Call) and amp.new_arguments(use.node, use.api, self._torch_name(callee)) is None:
+                return None
         return names
 
 
