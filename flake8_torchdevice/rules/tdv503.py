@@ -110,7 +110,13 @@ class ModulesInPlainContainer(Rule):
     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
     ```
 
-    On a CPU machine the fixture moves the model to the meta device and checks that the
+    On a CPU machine, after `model.to("meta")` the meta kernels report the same mismatch:
+
+    ```
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    Another fixture moves the model to the meta device and checks that the
     listed layers followed; the check fails with
     `AssertionError: listed layer weight stayed on cpu after .to('meta')`. Counting the
     parameters shows what the optimizer would get:
