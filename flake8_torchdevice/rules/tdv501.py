@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.modules import MOVING_OVERRIDES, class_kind
 from ..analysis.vocabulary import FACTORY_NAMES, factory_name, maybe_zero_dim
 from ..rule import CLASS, Rule
 
-MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
-METRIC_BASES = frozenset({"torchmetrics.Metric", "torchmetrics.metric.Metric"})
-# torch.nn names that are classes but not Modules.
-NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
-# Classes that move their own plain attributes.
-MOVING_OVERRIDES = frozenset({"_apply", "to", "cuda", "_to"})
 # A use as the receiver of these is safe: it moves the tensor or never meets a device.
 MOVE_METHODS = frozenset({"to", "type_as", "cuda"})
 META_USES = frozenset(
@@ -163,7 +158,7 @@ class TensorStateNotRegistered(Rule):
 
     # -- classes ------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        info = _ClassInfo(self._class_kind(node))
+        info = _ClassInfo(class_kind(self.names, node))
         self._classes.append(info)
         self._methods.append(None)
 
@@ -187,37 +182,6 @@ class TensorStateNotRegistered(Rule):
             return True
         # A 0-dim CPU tensor may meet CUDA tensors in out-of-place ops.
         return candidate.zero_dim and "inplace" not in uses
-
-    def _class_kind(self, node: cst.ClassDef) -> Optional[str]:
-        for base in node.bases:
-            if base.keyword is not None:
-                continue
-            kind = self._base_kind(base.value, set())
-            if kind:
-                return kind
-        return None
-
-    def _base_kind(self, expr: cst.BaseExpression, seen: set) -> Optional[str]:
-        if isinstance(expr, cst.Subscript):  # Generic[...]-style bases
-            expr = expr.value
-        qualified = self.names.qualify(expr)
-        if qualified:
-            return _kind_of_qualified(qualified)
-        if isinstance(expr, cst.Name):
-            return self._local_kind(expr.value, seen)
-        return None
-
-    def _local_kind(self, name: str, seen: set) -> Optional[str]:
-        """Kind of a class defined in this file, from its bases."""
-        if name in seen:
-            return None
-        seen.add(name)
-        for base in self.names.local_bases(name):
-            qualified = self.names.resolve_dotted(base)
-            kind = _kind_of_qualified(qualified) if qualified else self._local_kind(base, seen)
-            if kind:
-                return kind
-        return None
 
     # -- methods ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -317,18 +281,3 @@ class TensorStateNotRegistered(Rule):
             kind = self._safe.pop(id(node), "other")
             if kind != "store":
                 self._method().owner.uses.setdefault(attr, set()).add(kind)
-
-
-def _kind_of_qualified(qualified: str) -> Optional[str]:
-    if qualified in MODULE_BASES:
-        return "module"
-    if qualified in METRIC_BASES:
-        return "metric"
-    head, _, last = qualified.rpartition(".")
-    if not last[:1].isupper():
-        return None
-    if head.startswith("torch.nn") and last not in NOT_MODULES and "functional" not in head:
-        return "module"
-    if head.startswith("torchmetrics") and "utilities" not in head:
-        return "metric"
-    return None

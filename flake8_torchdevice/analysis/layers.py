@@ -1,0 +1,35 @@
+"""Which ``torch.nn`` classes hold state (parameters or buffers) once built.
+
+Measured on torch 2.13: a layer not listed here (activations, dropout,
+pooling, padding, losses, ``Flatten``, ``Upsample``, ``Identity``) holds
+nothing, so leaving it unregistered loses nothing on ``.to(device)``.
+Containers count as stateful: they hold whatever layers they are given.
+"""
+
+from __future__ import annotations
+
+STATEFUL_LAYERS = frozenset(
+    """Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d
+    ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d LazyConvTranspose1d LazyConvTranspose2d
+    LazyConvTranspose3d BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d
+    LazyBatchNorm3d SyncBatchNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d
+    LazyInstanceNorm1d LazyInstanceNorm2d LazyInstanceNorm3d GroupNorm LayerNorm RMSNorm
+    Embedding EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention PReLU
+    Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer
+    TransformerDecoderLayer AdaptiveLogSoftmaxWithLoss Sequential ModuleList ModuleDict
+    ParameterList ParameterDict""".split()
+)
+PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+# The words a finding of TDV503 cannot do without: a stateful layer or a Parameter.
+STATE_WORDS = STATEFUL_LAYERS | {"Parameter"}
+
+
+def layer_state(qualified: str) -> str:
+    """"parameter", "module" (holds state), "free" (a torch.nn module that
+    holds none) or "" (not a torch.nn class) for a qualified callee."""
+    if qualified in PARAMETERS:
+        return "parameter"
+    head, _, last = qualified.rpartition(".")
+    if not (head == "torch.nn" or head.startswith("torch.nn.modules")) or not last[:1].isupper():
+        return ""
+    return "module" if last in STATEFUL_LAYERS else "free"

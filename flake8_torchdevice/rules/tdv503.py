@@ -1,0 +1,312 @@
+"""TDV503: submodules or Parameters kept in a plain list, dict or tuple.
+
+The verdict reads the whole class: a list that another method wraps
+(``nn.Sequential(*self.layers)``), a class that registers by hand
+(``add_module``) or moves its own state (``_apply``) is fine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .._lazy import cst
+from ..analysis.layers import STATE_WORDS, layer_state
+from ..analysis.modules import MOVING_OVERRIDES, class_kind
+from ..rule import CLASS, Fix, Rule
+
+REGISTERING = frozenset({"add_module", "register_module", "register_parameter", "setattr"})
+GROWING = frozenset({"append", "extend", "insert"})
+# Calls that only read a list: passing it to them registers nothing.
+READERS = frozenset({"len", "enumerate", "zip", "reversed", "iter", "isinstance", "print", "sorted", "range"})
+_CONTAINERS = {("list", "module"): "ModuleList", ("dict", "module"): "ModuleDict",
+               ("list", "parameter"): "ParameterList", ("dict", "parameter"): "ParameterDict"}
+
+
+@dataclass
+class _Candidate:
+    value: cst.BaseExpression  # the list/dict/tuple display or comprehension
+    statement: Optional[int]
+    shape: str  # "list" or "dict"
+    kinds: set = field(default_factory=set)  # "module" / "parameter" / "free" / "other"
+    string_keys: bool = True  # every key a string literal: ModuleDict accepts it
+
+
+@dataclass
+class _Class:
+    is_module: bool
+    candidates: dict = field(default_factory=dict)  # attr -> _Candidate
+    stores: dict = field(default_factory=dict)  # attr -> number of assignments
+    wrapped: set = field(default_factory=set)  # attrs passed to a call
+    exempt: bool = False  # registers by hand or moves itself
+
+
+@dataclass
+class _Method:
+    name: str
+    self_name: Optional[str]
+    owner: Optional[_Class]
+
+
+class ModulesInPlainContainer(Rule):
+    r"""## What it does
+    Flags, in `__init__` of a class that derives from `torch.nn.Module` (under any alias, or
+    through classes of the same file), `self.<attr> = ` a list, tuple, dict or
+    comprehension whose elements include stateful `torch.nn` layers (`nn.Linear`,
+    `nn.Conv2d`, norms, embeddings, RNNs, attention, containers) or `nn.Parameter`s, and
+    `self.<attr> = []` / `{}` filled in `__init__` by `.append(...)` / `[key] = ...` with them.
+
+    ## Why is this bad?
+    `nn.Module` registers a submodule or Parameter only when it is assigned to an
+    attribute directly or held in `nn.ModuleList` / `nn.ModuleDict` / `nn.ParameterList` /
+    `nn.ParameterDict`. Layers in a plain list are invisible to the module: `model.to(device)`
+    leaves them on the CPU (the first forward on a GPU fails), `model.parameters()` misses
+    them (the optimizer never trains them), `state_dict()` does not save them, and
+    `model.eval()` does not reach them.
+
+    ## Example
+    ```python
+    class Tower(nn.Module):
+        def __init__(self, width, depth):
+            super().__init__()
+            self.layers = [nn.Linear(width, width) for _ in range(depth)]
+    ```
+
+    ## Use instead
+    ```python
+    class Tower(nn.Module):
+        def __init__(self, width, depth):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+    ```
+
+    ## Fix safety
+    Unsafe. The fix wraps the value: `nn.ModuleList(...)` / `nn.ParameterList(...)` for a list,
+    tuple or list comprehension, `nn.ModuleDict(...)` / `nn.ParameterDict(...)` for a dict
+    whose keys are all string literals (other keys are not offered a fix: `ModuleDict`
+    takes string keys only). These behave like the list or dict where the attribute is
+    iterated, indexed, appended to or measured, but the module changes: `state_dict()` gains
+    the layers' keys, so checkpoints saved before the fix no longer load with
+    `strict=True` ("Missing key(s) in state_dict"), and `parameters()` now yields them, so
+    the optimizer starts training weights it never trained. Both are the point of the fix,
+    and both are decisions for the author. Lists mixing Parameters and modules get no fix.
+
+    ## When it does not report
+    - lists whose elements hold no state: activations, dropout, pooling, padding, losses,
+      `Identity`, `Flatten`, `Upsample` (nothing is lost on `.to(device)`; note that
+      `model.eval()` still does not reach a listed `Dropout`);
+    - a list the class passes to any call (`nn.ModuleList(self.layers)`,
+      `nn.Sequential(*self.layers)`) or assigns again;
+    - a class that registers by hand (`add_module`, `register_module`,
+      `register_parameter`, `setattr`) or overrides `_apply` / `to` / `cuda`;
+    - elements that are not `torch.nn` layers (Keras layers; classes of your own, which
+      the rule cannot tell from other classes), elements that are existing attributes
+      (`[self.a, self.b]`), and classes that are not `nn.Module`s.
+
+    ## The error torch raises
+    On a GPU machine, the first forward after `model.to("cuda")`:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    On a CPU machine, after `model.to("meta")` the meta kernels report the same mismatch:
+
+    ```
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    Another fixture moves the model to the meta device and checks that the
+    listed layers followed; the check fails with
+    `AssertionError: listed layer weight stayed on cpu after .to('meta')`. Counting the
+    parameters shows what the optimizer would get:
+    `AssertionError: parameters() misses the listed layers: 0 of 14`.
+    """
+
+    CODE = "TDV503"
+    NAME = "modules-in-plain-container"
+    SUMMARY = "submodules or Parameters of an nn.Module kept in a plain list, dict or tuple"
+    MESSAGE = (
+        "self.{attr} holds {what} in a plain {shape}: model.to(device), parameters() and "
+        "state_dict() do not see them; use nn.{container}"
+    )
+    FIX = "unsafe"
+    NEEDS = [{"__init__"}, STATE_WORDS]
+    SCOPE = CLASS  # wrapping, add_module or _apply in other methods decide
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classes: list[_Class] = []
+        self._methods: list[Optional[_Method]] = []  # None marks a class body
+
+    # -- classes and methods -------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append(_Class(class_kind(self.names, node) == "module"))
+        self._methods.append(None)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        info = self._classes.pop()
+        self._methods.pop()
+        if not info.is_module or info.exempt:
+            return
+        for attr, candidate in info.candidates.items():
+            if info.stores.get(attr, 0) > 1 or attr in info.wrapped:
+                continue
+            self._report(attr, candidate)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        parent = self._methods[-1] if self._methods else None
+        owner = self._classes[-1] if self._classes else None
+        if self._methods and parent is None and owner is not None:  # a method
+            if node.name.value in MOVING_OVERRIDES:
+                owner.exempt = True
+            params = node.params.params or node.params.posonly_params
+            self_name = params[0].name.value if params else None
+            self._methods.append(_Method(node.name.value, self_name, owner))
+        elif parent is not None:  # nested function: same self, same method
+            self._methods.append(parent)
+        else:
+            self._methods.append(_Method("<function>", None, None))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._methods.pop()
+
+    def _self_attr(self, expr: cst.BaseExpression) -> Optional[str]:
+        method = self._methods[-1] if self._methods else None
+        if method is None or method.self_name is None or method.owner is None:
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.value.value == method.self_name:
+                return expr.attr.value
+        return None
+
+    def _in_init(self) -> bool:
+        method = self._methods[-1] if self._methods else None
+        return method is not None and method.name == "__init__"
+
+    # -- stores ----------------------------------------------------------
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._store(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._store(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target, None)
+
+    def _store(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._store(element.value, None)
+            return
+        if isinstance(target, cst.Subscript):  # self.heads["cls"] = nn.Linear(...)
+            self._grow(target.value, [value] if value is not None else [], _key(target))
+            return
+        attr = self._self_attr(target)
+        if attr is None:
+            return
+        info = self._methods[-1].owner
+        info.stores[attr] = info.stores.get(attr, 0) + 1
+        candidate = self._candidate(value) if value is not None and self._in_init() else None
+        if candidate is not None and attr not in info.candidates:
+            info.candidates[attr] = candidate
+
+    def _candidate(self, value: cst.BaseExpression) -> Optional[_Candidate]:
+        statement = self.context.statement
+        if isinstance(value, (cst.List, cst.Tuple)):
+            found = _Candidate(value, statement, "list")
+            self._add(found, [e.value for e in value.elements if not isinstance(e, cst.StarredElement)])
+        elif isinstance(value, cst.ListComp):
+            found = _Candidate(value, statement, "list")
+            self._add(found, [value.elt])
+        elif isinstance(value, cst.Dict):
+            found = _Candidate(value, statement, "dict")
+            elements = [e for e in value.elements if isinstance(e, cst.DictElement)]
+            found.string_keys = len(elements) == len(value.elements) and all(_is_string(e.key) for e in elements)
+            self._add(found, [e.value for e in elements])
+        elif isinstance(value, cst.DictComp):
+            found = _Candidate(value, statement, "dict", string_keys=False)
+            self._add(found, [value.value])
+        else:
+            return None
+        return found
+
+    def _add(self, candidate: _Candidate, elements: list, key: Optional[bool] = None) -> None:
+        for element in elements:
+            state = layer_state(self.names.qualify(element.func) or "") if isinstance(element, cst.Call) else ""
+            candidate.kinds.add(state or "other")
+        if key is False:
+            candidate.string_keys = False
+
+    def _grow(self, container: cst.BaseExpression, elements: list, string_key: Optional[bool]) -> None:
+        """``self.layers.append(x)`` / ``self.heads[k] = x`` in ``__init__``."""
+        attr = self._self_attr(container)
+        if attr is None or not self._in_init():
+            return
+        candidate = self._methods[-1].owner.candidates.get(attr)
+        if candidate is not None:
+            self._add(candidate, elements, string_key)
+
+    # -- calls -------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        owner = self._methods[-1].owner if self._methods and self._methods[-1] else None
+        if owner is None:
+            return
+        if name in REGISTERING:
+            owner.exempt = True
+        if name in GROWING and isinstance(func, cst.Attribute):
+            self._grow(func.value, [arg.value for arg in node.args if not arg.star][-1:], None)
+        if isinstance(func, cst.Name) and name in READERS:
+            return
+        for arg in node.args:
+            attr = self._self_attr(arg.value)
+            if attr is not None:
+                owner.wrapped.add(attr)
+
+    # -- report ------------------------------------------------------------
+    def _report(self, attr: str, candidate: _Candidate) -> None:
+        stateful = candidate.kinds & {"module", "parameter"}
+        if not stateful:
+            return
+        kind = "parameter" if stateful == {"parameter"} else "module"
+        container = _CONTAINERS[(candidate.shape, kind)]
+        what = "Parameters" if kind == "parameter" else "submodules"
+        shape = "dict" if candidate.shape == "dict" else _shape(candidate.value)
+        message = self.MESSAGE.format(attr=attr, what=what, shape=shape, container=container)
+        self.report(candidate.value, message, fix=self._fix(candidate, kind, container), statement=candidate.statement)
+
+    def _fix(self, candidate: _Candidate, kind: str, container: str) -> Optional[Fix]:
+        mixed = kind == "parameter" and candidate.kinds != {"parameter"}
+        mixed = mixed or (kind == "module" and "parameter" in candidate.kinds)
+        if mixed or (candidate.shape == "dict" and not candidate.string_keys):
+            return None
+        nn = self._nn_name()
+        if nn is None:
+            return None
+        func = cst.Attribute(cst.parse_expression(nn), cst.Name(container))
+        return Fix(lambda value: cst.Call(func=func, args=[cst.Arg(value)]))
+
+    def _nn_name(self) -> Optional[str]:
+        for spelling in ("nn", "torch.nn"):
+            if self.names.resolve_dotted(spelling) == "torch.nn":
+                return spelling
+        return None
+
+
+def _key(target: cst.Subscript) -> Optional[bool]:
+    """True if the subscript is one string literal (a ModuleDict key)."""
+    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return False
+    return _is_string(target.slice[0].slice.value)
+
+
+def _is_string(node) -> bool:
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+
+def _shape(value: cst.BaseExpression) -> str:
+    return "tuple" if isinstance(value, cst.Tuple) else "list"
