@@ -114,43 +114,49 @@ def _check(source, tree, rules, filename, full, keep_reports) -> Result:
     if full:
         keep = set(range(1, len(lines) + 1))
     else:
-        keep = lines_to_keep(StatementIndex(tree), _hits(source, tree, live, present))
+        index = StatementIndex(tree)
+        keep = lines_to_keep(index, _hits(source, tree, live, present, index))
         if not keep:
             return Result()
     return _analyse(source, lines, tree, keep, live, filename, keep_reports)
 
 
-def _hits(source: str, tree: ast.Module, live: list, present: frozenset) -> list[Hit]:
+def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: StatementIndex) -> list[Hit]:
     """A hit for each line holding a word a live rule needs (or an alias of
-    one), and for each context word."""
-    wanted: dict[str, list] = {}
+    one), and for each context word. For a rule whose groups must meet in one
+    unit (``TOGETHER``), only lines of units that hold every group."""
+    lines: list[tuple[int, str]] = []
     for rule in live:
-        for word in {word for group in rule.GROUPS for word in group} | set(rule.READS):
-            if words.bare(word) in present:
-                wanted.setdefault(word, []).append(rule)
-    aliases = words.alias_words(tree, {words.bare(word) for word in wanted})
-    pairs = [(offset, rule.SCOPE) for word, owners in wanted.items() for offset in words.offsets(source, word)
-             for rule in owners]
-    if aliases:
-        scope = _widest(live)
-        pairs += [(offset, scope) for alias in aliases for offset in words.offsets(source, alias)]
-    pairs += [(offset, CONTEXT) for word in context_words(present) for offset in words.offsets(source, word)]
-    pairs.sort()
-    hits, line, previous = [], 1, 0
-    for offset, scope in pairs:
-        line += source.count("\n", previous, offset)  # newlines counted once
+        lines += _rule_hits(source, tree, rule, present, index)
+    context = [(offset, CONTEXT) for word in context_words(present) for offset in words.offsets(source, word)]
+    return [Hit(line, scope) for line, scope in lines + _lines(source, context)]
+
+
+def _rule_hits(source, tree, rule, present, index) -> list[tuple[int, str]]:
+    groups = [set(group) for group in rule.GROUPS] + [set(rule.READS)]
+    found = []  # (offset, group number)
+    for number, group in enumerate(groups):
+        wanted = {word for word in group if words.bare(word) in present}
+        wanted |= words.alias_words(tree, {words.bare(word) for word in wanted}) if wanted else set()
+        found += [(offset, number) for word in wanted for offset in words.offsets(source, word)]
+    located = _lines(source, found)
+    if not rule.TOGETHER:
+        return [(line, rule.SCOPE) for line, _ in located]
+    needed = set(range(len(rule.GROUPS)))
+    by_unit: dict = {}
+    for line, number in located:
+        by_unit.setdefault(index.unit_key(line), set()).add(number)
+    return [(line, rule.SCOPE) for line, number in located if needed <= by_unit[index.unit_key(line)]]
+
+
+def _lines(source: str, pairs: list) -> list:
+    """(offset, x) pairs as (line, x), in order; each newline counted once."""
+    out, line, previous = [], 1, 0
+    for offset, item in sorted(pairs, key=lambda pair: pair[0]):
+        line += source.count("\n", previous, offset)
         previous = offset
-        hits.append(Hit(line, scope))
-    return hits
-
-
-def _widest(rules: list) -> str:
-    """The scope for an alias's uses: they may stand for any rule's word."""
-    scopes = {rule.SCOPE for rule in rules}
-    for scope in ("class", "function", "statement"):
-        if scope in scopes:
-            return scope
-    return "function"
+        out.append((line, item))
+    return out
 
 
 def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result:

@@ -109,6 +109,10 @@ class Rule:
     # is met (``torch.set_default_device`` for TDV301): kept like NEEDS words.
     READS: ClassVar[FrozenSet[str]] = frozenset()
     SCOPE: ClassVar[str] = FUNCTION
+    # True when every finding's own unit (function, method or module-level
+    # statement) holds a word of each NEEDS group, not only the file: then
+    # only units holding all of them are parsed for the rule.
+    TOGETHER: ClassVar[bool] = False
     GROUPS: ClassVar[Tuple[FrozenSet[str], ...]] = ()  # NEEDS, normalised
 
     def __init_subclass__(cls, **kwargs) -> None:

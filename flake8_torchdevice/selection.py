@@ -85,6 +85,11 @@ class StatementIndex:
     def starts(self) -> list[int]:
         return list(self._starts)
 
+    def unit_key(self, line: int) -> int:
+        """Which unit (innermost member, or module-level statement) holds ``line``."""
+        top = self.top_at(line)
+        return 0 if top is None else id(_unit_at(top, line)[0])
+
 
 def _docstring_lines(tree: ast.Module) -> set[int]:
     """Lines held by bare string statements alone (docstrings and the like)

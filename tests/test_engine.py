@@ -252,3 +252,16 @@ def test_context_words_keep_module_and_class_level_guards_only():
     assert keep_for(source, (3, CONTEXT), (5, CONTEXT), (9, CONTEXT), (11, CONTEXT)) == {2, 3}
     # ...and the class-level statements of a class that is kept anyway.
     assert keep_for(source, (7, STATEMENT), (5, CONTEXT), (9, CONTEXT)) == {4, 5, 6, 7}
+
+
+def test_a_rule_whose_groups_meet_in_one_unit_parses_only_such_units(monkeypatch):
+    from flake8_torchdevice import engine
+    from flake8_torchdevice.rules.tdv103 import ToArgumentsSwapped as Swapped
+
+    assert Swapped.TOGETHER
+    apart = "import torch\ndef a(x):\n    return x.to('cuda')\ndef b(x):\n    return x.dtype\n"
+    monkeypatch.setattr(engine, "_analyse", lambda *args: pytest.fail("a unit without both groups was parsed"))
+    assert check_source(apart, rules=[Swapped], strict=True).violations == []
+    monkeypatch.undo()
+    together = "import torch\ndef a(x):\n    return x.to(torch.float16, 'cuda')\n"
+    assert [v.code for v in check_source(together, rules=[Swapped], strict=True).violations] == ["TDV103"]

@@ -74,7 +74,9 @@ class ToArgumentsSwapped(Rule):
     MESSAGE = ".to() takes the device first: .to(dtype, device) raises TypeError; swap them: .to(device, dtype)"
     FIX = "safe"
     # Every finding's first argument spells a dtype by one of these words.
-    NEEDS = DTYPES | {"dtype"}
+    # The ``.to(...)`` call holds both: its dtype argument and the ``.to``.
+    NEEDS = [DTYPES | {"dtype"}, {".to"}]
+    TOGETHER = True
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
