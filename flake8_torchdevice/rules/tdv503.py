@@ -49,7 +49,15 @@ class _Method:
 
 
 class ModulesInPlainContainer(Rule):
-    r"""## What it does
+    r"""**Off by default (opt-in: `extend-select = TDV503`).** Its verdict reads the
+    whole class (an `_apply` override, a later `nn.ModuleList(self.layers)` or
+    `add_module` elsewhere clear a finding), so every class whose `__init__` builds
+    `torch.nn` layers is parsed: on torch's own `torch/nn/modules`, `torch/optim`
+    and `torch/utils/data` it alone costs about 4x `ast.parse` of those files,
+    more than the whole budget of the rules on by default (docs/performance.md).
+    It found nothing on the 24 real projects of the precision benchmark.
+
+    ## What it does
     Flags, in `__init__` of a class that derives from `torch.nn.Module` (under any alias, or
     through classes of the same file), `self.<attr> = ` a list, tuple, dict or
     comprehension whose elements include stateful `torch.nn` layers (`nn.Linear`,
@@ -132,6 +140,7 @@ class ModulesInPlainContainer(Rule):
     )
     FIX = "unsafe"
     NEEDS = [{"__init__"}, STATE_WORDS]
+    DEFAULT_ENABLED = False
     SCOPE = CLASS  # wrapping, add_module or _apply in other methods decide
 
     def __init__(self, context) -> None:
