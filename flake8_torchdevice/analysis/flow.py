@@ -474,7 +474,7 @@ class _Analysis:
             model = args[0] if args else None
             if model is not None and model.kind in (PLACED, MOVED) and len(call.args) > 1:
                 for value in self.flat(call.args[1].value, env):
-                    self.meet(call, value, model, evident=True, module=True)
+                    self.meet(call, value, model.derived(PLACED), evident=True, module=True)
             return None
         if qualified == "torch.device":
             for arg in call.args:
@@ -490,7 +490,7 @@ class _Analysis:
             for arg in call.args:
                 self.ev(arg.value, env)
             return Value(LOSS, code_of(call.func))
-        if qualified.startswith("numpy.") and last_name(call.func) in ("asarray", "array"):
+        if _is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
@@ -607,7 +607,8 @@ class _Analysis:
                 return CPU if value.zero else PLACED
             if value.kind in (CPU, PLACED):
                 return value.kind  # .to(other): other's device
-            return None
+            if value.kind not in (INPUT,):
+                return None
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
             return None  # the device of something unknown
         name = code_of(expr).lower()
@@ -735,6 +736,17 @@ def _placed_result(values) -> Optional[Value]:
         return None
     param = any(v is not None and (v.param or v.kind == INPUT) for v in values)
     return Value(PLACED, placed[0].label, param=param)
+
+
+def _is_numpy_array(func, names) -> bool:
+    """``np.asarray`` / ``numpy.array`` (NumPy imported in this file)."""
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("asarray", "array")
+        and isinstance(func.value, cst.Name)
+        and func.value.value in ("np", "numpy")
+        and names.imports_any(("numpy",))
+    )
 
 
 def _on_purpose(arg: cst.Arg) -> bool:
