@@ -105,6 +105,9 @@ class Value:
         return copy
 
 
+BOUND = Value("bound")  # a local name bound to something unknown (not a free name)
+
+
 class Loop:
     __slots__ = ("moved", "elements")
 
@@ -255,6 +258,7 @@ class _Analysis:
         ):
             name = expr.func.value.value
             before = env.get(name)
+            before = None if before is BOUND else before
             result = self.ev(expr, env)
             if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED):
                 if result is not None and result.kind == PLACED:
@@ -340,7 +344,7 @@ class _Analysis:
     def bind(self, target, value: Optional[Value], env: dict) -> None:
         if isinstance(target, cst.Name):
             if value is None:
-                env.pop(target.value, None)
+                env[target.value] = BOUND
             elif value.kind in (CPU, PLACED):
                 env[target.value] = value.derived(label=target.value)  # messages name the variable
             else:
@@ -357,7 +361,13 @@ class _Analysis:
     # -- expressions --------------------------------------------------------
     def ev(self, expr, env: dict) -> Optional[Value]:
         if isinstance(expr, cst.Name):
-            return env.get(expr.value)
+            value = env.get(expr.value)
+            return None if value is BOUND else value
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            text = string_value(expr) or ""
+            if text.partition(":")[0] in _DEVICE_TYPES:
+                return Value(DEVICE, repr(text), zero=text.startswith("cpu"))
+            return None
         if isinstance(expr, cst.Call):
             return self.call(expr, env)
         if isinstance(expr, cst.Attribute):
@@ -533,7 +543,7 @@ class _Analysis:
         if receiver is not None and receiver.kind == BATCH:
             return None  # batch.to(device) may move a container in place
         if method in ("to", "cuda"):
-            return self.move(call, receiver, method, args)
+            return self.move(call, receiver, method, args, env)
         if method == "cpu":
             if receiver is not None and receiver.kind == SIBLING:
                 return None
@@ -568,12 +578,12 @@ class _Analysis:
             return receiver.derived(zero=True)
         return receiver
 
-    def move(self, call: cst.Call, receiver: Optional[Value], method: str, args) -> Optional[Value]:
+    def move(self, call: cst.Call, receiver: Optional[Value], method: str, args, env: dict) -> Optional[Value]:
         """``.to(...)`` / ``.cuda(...)``: where does the result live?"""
         if method == "cuda":
             where = PLACED
         else:
-            where = self.destination(call, args)
+            where = self.destination(call, args, env)
         if receiver is not None and receiver.kind == SIBLING and where is not None:
             receiver.loop.moved.append(receiver.label)
         if where is None:
@@ -590,7 +600,7 @@ class _Analysis:
         label = code_of(call.func.value) if receiver is None or receiver.kind != PLACED else receiver.label
         return Value(PLACED, label, local=local, param=param)
 
-    def destination(self, call: cst.Call, args) -> Optional[str]:
+    def destination(self, call: cst.Call, args, env: dict) -> Optional[str]:
         """``CPU``, ``PLACED`` or None (a dtype, another tensor's device unknown)."""
         arg = argument(call, 0, "device")
         if arg is None:
@@ -612,6 +622,8 @@ class _Analysis:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
             return None  # the device of something unknown
         name = code_of(expr).lower()
+        if "cpu" in name:
+            return CPU
         if isinstance(expr, (cst.Name, cst.Attribute)) and any(w in name for w in ("device", "dev", "gpu", "cuda", "rank")):
             return PLACED
         return None
@@ -622,7 +634,7 @@ class _Analysis:
             return None
         device = argument(call, None, "device")
         if device is not None:
-            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]])
+            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
             if where == PLACED:
                 return Value(PLACED, code_of(call.func))
             if where == CPU:
@@ -771,6 +783,7 @@ def _dtype_only(call: cst.Call, names) -> bool:
     return qualified.startswith("torch.") and qualified.rpartition(".")[2] in _DTYPES
 
 
+_DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
 _DTYPES = frozenset(
     """float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short
     uint8 bool complex64 complex128 cfloat cdouble""".split()
