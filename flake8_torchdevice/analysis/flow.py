@@ -81,6 +81,14 @@ _KEEPING_METHODS = frozenset(
 _FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
 # Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
 _CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes")
+# What data loaders are called: a loop over one of these names (or over
+# ``DataLoader(...)``) is a loop over CPU batches.
+LOADER_WORDS = frozenset(
+    """loader dataloader data_loader DataLoader train_loader val_loader valid_loader
+    validation_loader test_loader eval_loader trainloader testloader valloader
+    train_dataloader val_dataloader valid_dataloader test_dataloader eval_dataloader
+    train_dl val_dl valid_dl test_dl dl""".split()
+)
 # Loops over these wrappers yield what they wrap.
 _WRAPPERS = frozenset("enumerate tqdm iter".split())
 
@@ -290,9 +298,9 @@ class _Analysis:
         env.update(merged)
 
     def loop(self, node, env: dict) -> None:
-        assigned = _assigned_names(node)
-        for name in assigned:
-            env.pop(name, None)
+        """The body is walked once, from the state before the loop: exactly the
+        first iteration, which runs whenever any does. After the loop, a name
+        keeps its value only where the loop body left it unchanged."""
         before = dict(env)
         if isinstance(node, cst.For):
             self.ev(node.iter, env)
@@ -333,11 +341,11 @@ class _Analysis:
             known = env.get(iterable.value)
             if known is not None and known.kind == FRAMEWORK:
                 return False
-            return "loader" in iterable.value.lower()
+            return iterable.value in LOADER_WORDS
         if isinstance(iterable, cst.Attribute):
-            return "loader" in iterable.attr.value.lower() and not _framework_owner(iterable)
+            return iterable.attr.value in LOADER_WORDS and not _framework_owner(iterable)
         if isinstance(iterable, cst.Call):
-            return (self.names.qualify(iterable.func) or "").endswith("DataLoader")
+            return last_name(iterable.func) == "DataLoader"
         return False
 
     # -- bindings -----------------------------------------------------------
@@ -866,26 +874,6 @@ def _imported_names(node) -> list:
         else:
             out.append(code_of(alias.name).partition(".")[0])
     return out
-
-
-def _assigned_names(node) -> set:
-    """Names bound anywhere inside a loop (its target included)."""
-    names: set = set()
-    for each in _walk(node):
-        if isinstance(each, cst.AssignTarget):
-            names.update(_target_names(each.target))
-        elif isinstance(each, (cst.AugAssign, cst.AnnAssign)):
-            names.update(_target_names(each.target))
-        elif isinstance(each, (cst.For, cst.CompFor)):
-            names.update(_target_names(each.target))
-        elif isinstance(each, cst.NamedExpr):
-            names.update(_target_names(each.target))
-        elif isinstance(each, cst.Del):
-            names.update(_target_names(each.target))
-        elif isinstance(each, cst.Call) and isinstance(each.func, cst.Attribute) and isinstance(each.func.value, cst.Name):
-            if each.func.attr.value in ("to", "cuda", "cpu"):
-                names.add(each.func.value.value)  # model.to(device) in a loop
-    return names
 
 
 class FlowReports:
