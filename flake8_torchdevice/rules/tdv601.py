@@ -1,0 +1,83 @@
+"""TDV601: a value proven on the CPU meets a value proven placed on a device."""
+
+from __future__ import annotations
+
+from ..analysis.flow import FlowReports
+from ..analysis.vocabulary import FACTORY_NAMES
+from ..rule import Rule
+
+
+class CpuMeetsPlaced(FlowReports, Rule):
+    r"""## What it does
+    Follows, within one function (or one module's top level), what the code proves about
+    where each value lives, and flags the place where a CPU value and a placed value meet in
+    an operation that needs one device:
+
+    - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
+      `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values;
+    - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
+      in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
+      module, results of ops on placed values;
+    - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
+      comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
+      `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`.
+
+    ## Why is this bad?
+    Torch never moves tensors implicitly. A model moved to the GPU and fed a tensor built on
+    the CPU, or a GPU output compared with CPU labels, fails on the first batch of the first
+    GPU run, after every CPU test passed.
+
+    ## Example
+    ```python
+    model = torchvision.models.resnet18().to(device)
+    dummy = torch.randn(1, 3, 224, 224)
+    torch.onnx.export(model, dummy, "model.onnx")
+    ```
+
+    ## Use instead
+    ```python
+    model = torchvision.models.resnet18().to(device)
+    dummy = torch.randn(1, 3, 224, 224, device=device)
+    torch.onnx.export(model, dummy, "model.onnx")
+    ```
+
+    ## Fix safety
+    No fix is offered: whether to move the CPU value (`x.to(device)`), create it with
+    `device=`, or keep the other one on the CPU is the author's choice.
+
+    ## When it does not report
+    - values whose device the function does not prove: parameters, attributes, results of unknown calls, names re-bound in branches or loops that disagree, and names deleted;
+    - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded checkpoint's entries;
+    - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`);
+    - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`, `if not torch.cuda.is_available()`, the `else` of a CUDA check);
+    - a factory without `device=` meeting a value derived from a function's inputs: TDV502 reports that;
+    - a loader element left on the CPU while its sibling was moved: TDV602 reports that.
+
+    ## The error torch raises
+    On a GPU machine:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    On a CPU machine, with the meta device standing in for the GPU:
+
+    ```
+    RuntimeError: Tensor on device meta is not on the expected device cpu!
+    ```
+    """
+
+    CODE = "TDV601"
+    NAME = "cpu-value-meets-placed-value"
+    SUMMARY = "a value proven on the CPU meets a value proven on a device in one operation"
+    MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
+    NEEDS = [{".to", ".cuda", "device"}, FACTORY_NAMES | {"cpu"}]
+
+    def _findings(self, flow):
+        return flow.meets
+
+    def _message(self, meet) -> str:
+        return (
+            f"{meet.cpu.label} is on the CPU and {meet.placed.label} is on the device where they meet; "
+            f"move it with .to(device) or create it with device="
+        )

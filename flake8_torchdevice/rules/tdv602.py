@@ -1,0 +1,76 @@
+"""TDV602: a loader loop moves one element of the batch and forgets a sibling."""
+
+from __future__ import annotations
+
+from ..analysis.flow import LOADER_WORDS, FlowReports
+from ..rule import Rule
+
+
+class LoaderSiblingNotMoved(FlowReports, Rule):
+    r"""## What it does
+    In a loop over a data loader (`for x, y in loader`, `for i, (x, y) in enumerate(loader)`,
+    `for batch in loader` with `batch[...]` / `batch.attr` elements; the loader is
+    `DataLoader(...)` or a name such as `loader`, `train_loader`, `val_dataloader`, `test_dl`), flags a batch element
+    that is used together with placed values (in a loss, arithmetic, a comparison, a torch
+    function) while a sibling element of the same batch was moved with `.to(device)` /
+    `.cuda()` and this one was not.
+
+    ## Why is this bad?
+    A loader yields CPU tensors. Moving the inputs and forgetting the labels is the classic
+    first-run crash of a training or validation loop: `criterion(model(x), y)` gets a GPU
+    output and CPU labels.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        x = x.to(device)
+        loss = criterion(model(x), y)
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = criterion(model(x), y)
+    ```
+
+    ## Fix safety
+    No fix is offered; the message names the element to move (`y = y.to(device)`).
+
+    ## When it does not report
+    - loops over anything but a loader (`DataLoader(...)`, or a name such as `train_loader`, `val_dataloader`, `test_dl`);
+    - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`, `fabric.setup_dataloaders`, Lightning's `training_step`);
+    - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model (it may move them, or keep `lengths` on the CPU on purpose);
+    - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`);
+    - code under `pytest.raises` / `assertRaises` and CPU-only branches.
+
+    ## The error torch raises
+    On a GPU machine:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    On a CPU machine, with the meta device standing in for the GPU:
+
+    ```
+    RuntimeError: Tensor on device meta is not on the expected device cpu!
+    ```
+    """
+
+    CODE = "TDV602"
+    NAME = "loader-element-not-moved"
+    SUMMARY = "a loader loop moves one element of the batch but not a sibling used with it"
+    MESSAGE = "{element} from the loader stays on the CPU while {moved} was moved; move it too"
+    NEEDS = [{".to", ".cuda"}, LOADER_WORDS]
+
+    def _findings(self, flow):
+        return flow.siblings
+
+    def _message(self, meet) -> str:
+        element = meet.cpu.label
+        moved = ", ".join(meet.cpu.loop.moved)
+        return (
+            f"{element} from the loader stays on the CPU while {moved} was moved; "
+            f"move it too: {element}.to(device)"
+        )
