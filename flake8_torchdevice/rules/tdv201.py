@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.code import last_name, layout_free
+from ..analysis.function_inputs import is_data_class_name
+from ..analysis.guards import is_test_code
 from ..fixes import edit
-from ..names import full_name
-from ..rule import Fix, Rule, is_none
+from ..rule import CLASS, Fix, Rule, is_none
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
@@ -47,7 +49,9 @@ class TorchLoadWithoutMapLocation(Rule):
 
     ## When it does not report
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
-    - a file read back in the same scope after `torch.save` wrote it there (a round trip cannot meet a missing device);
+    - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`, `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
+    - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`, `conftest.py`, under `tests/`, or importing pytest/unittest), which read back what the test wrote and run where the suite's gates put them;
+    - a data-loading class (`*Dataset`, `*DataSet`, `*DataModule`, `*Sampler`, ... by name or base) that also writes files itself (`torch.save`, a `*save` helper): it reads back the CPU data it prepared. A data class reading files something else wrote (activations saved from the model's device) is still reported;
     - calls that are not `torch.load` under any alias (`json.load`, `self.load`, `pickle.load`).
 
     ## The error torch raises
@@ -73,19 +77,37 @@ class TorchLoadWithoutMapLocation(Rule):
     )
     FIX = "safe"
     NEEDS = {"load"}
+    SCOPE = CLASS  # a data class's own writer may be another method
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        # Per scope: files written by torch.save earlier in that scope. Loading
-        # them back in the same process (a round trip, common in tests) cannot
-        # meet a missing device.
-        self._saved: list[set[str]] = [set()]
+        # Per scope: the code of the files written by torch.save earlier in
+        # that scope. Loading them back in the same process (a round trip)
+        # cannot meet a missing device.
+        self._saved: list[set[tuple]] = [set()]
+        self._functions: list[str] = []
+        # Per class being walked: is it a data class, does it write files
+        # itself, and the loads waiting for its end.
+        self._classes: list[_ClassFrame] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = [last_name(arg.value) for arg in node.bases]
+        self._classes.append(_ClassFrame(is_data_class_name([node.name.value, *bases])))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        frame = self._classes.pop()
+        if frame.data and frame.writes:
+            return  # a data class reading back what it wrote itself (CPU data code)
+        for call, statement in frame.loads:
+            self.report(call, fix=_cpu_map_location(call), statement=statement)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.append(set())
+        self._functions.append(node.name.value)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.pop()
+        self._functions.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.names.qualify(node.func)
@@ -93,20 +115,45 @@ class TorchLoadWithoutMapLocation(Rule):
             target = _file_argument(node, position=1)
             if target:
                 self._saved[-1].add(target)
-        elif name in TORCH_LOADS and not has_map_location(node):
-            if _file_argument(node, position=0) not in self._saved[-1]:
-                self.report(node, fix=_cpu_map_location(node))
+        if self._classes and _writes_file(name, node):
+            self._classes[-1].writes = True
+        if name in TORCH_LOADS and not has_map_location(node):
+            if _file_argument(node, position=0) in self._saved[-1]:
+                return
+            # Tests read what they wrote (tmp dirs, handlers run a few lines
+            # above) and run where the suite's gates put them.
+            if any(is_test_code(function, self.context.is_test) for function in self._functions):
+                return
+            if self._classes and self._classes[-1].data:
+                self._classes[-1].loads.append((node, self.context.statement))
+                return
+            self.report(node, fix=_cpu_map_location(node))
 
 
-def _file_argument(call: cst.Call, position: int) -> Optional[str]:
-    """Dotted text of the file argument (``f``) of torch.save/torch.load."""
+class _ClassFrame:
+    def __init__(self, data: bool) -> None:
+        self.data = data  # a Dataset / DataModule / Sampler... class
+        self.writes = False  # it calls torch.save (or a *save helper) itself
+        self.loads: list = []  # (call, statement) waiting for the class's end
+
+
+def _writes_file(name: Optional[str], call: cst.Call) -> bool:
+    """``torch.save(...)`` or a save helper (``fs.torch_save``, ``self.save``)."""
+    if name in TORCH_SAVES:
+        return True
+    last = last_name(call.func) or ""
+    return last == "save" or last.endswith("_save")
+
+
+def _file_argument(call: cst.Call, position: int) -> Optional[tuple]:
+    """The code of the file argument (``f``) of torch.save/torch.load: the
+    same expression (``path``, ``os.path.join(tmp, "x")``, ``p.as_posix()``)
+    names the same file within one scope."""
     for index, arg in enumerate(call.args):
         if (arg.keyword is None and not arg.star and index == position) or (
             arg.keyword is not None and arg.keyword.value == "f"
         ):
-            if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                return full_name(arg.value)
-            return None
+            return layout_free(arg.value)
     return None
 
 
