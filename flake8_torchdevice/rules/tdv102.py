@@ -108,6 +108,7 @@ class DiscardedTensorMove(Rule):
     ## When it does not report
     - receivers not proven to be tensors in their scope: parameters, `self`, attributes, results of unknown calls, names assigned from a class (`Net()`), modules from `.modules()` / `.children()`, loop variables named like a module (`model`, `layer`, `m`), and a single loop variable over a loader (`for batch in loader`: often a container whose `.to()` works in place);
     - `.to()` whose result is used (assigned, returned, passed on) and `.cpu(...)` with arguments;
+    - `.to(other.dtype)` alone: a defensive cast to another tensor's dtype (usually the one it has), which moves nothing; a literal dtype (`.to(torch.float16)`) is still reported;
     - `.to()` given a keyword `Tensor.to` does not accept (anything but `device`, `dtype`, `non_blocking`, `copy`, `memory_format`): a custom container's in-place `.to()` (`bucket.to(device, keep_param_alignment=True)`).
 
     A name bound to the result of `.cuda()` / `.cpu()` (`v_on_cuda = v.cuda()`) holds a tensor unless the receiver is named like a module.
@@ -196,6 +197,8 @@ class DiscardedTensorMove(Rule):
             return
         if method == "to" and any(a.keyword is not None and a.keyword.value not in _TENSOR_TO_KEYWORDS for a in call.args):
             return  # ``bucket.to(device, keep_alignment=True)``: not Tensor.to, a custom in-place move
+        if method == "to" and _matches_dtype(call):
+            return  # ``bias.to(query.dtype)``: a defensive cast to another tensor's dtype, no move
         if receiver.value in self._scopes[-1]:
             self.report(call, fix=Fix(_assigned, target=node))
 
@@ -268,6 +271,15 @@ class DiscardedTensorMove(Rule):
             return qualified.rpartition(".")[::2] in {("torch", s) for s in _SPLITTERS}
         func = value.func
         return isinstance(func, cst.Attribute) and func.attr.value in _SPLITTERS and self._is_tensor(func.value)
+
+
+def _matches_dtype(call: cst.Call) -> bool:
+    """``x.to(other.dtype)`` / ``x.to(dtype=other.dtype)`` and nothing else."""
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value in ("non_blocking", "copy"))]
+    if len(args) != 1 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "dtype"):
+        return False
+    value = args[0].value
+    return isinstance(value, cst.Attribute) and value.attr.value == "dtype"
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
