@@ -92,7 +92,7 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
     - inside `with pytest.raises(...)` / `self.assertRaises(...)`, and in a method named `cuda`;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device;
     - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` / `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a variable or chosen at run time is a choice);
-    - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()` then `dist.send(t.contiguous(), ...)` in the same function): NCCL needs the tensor on the current CUDA device;
+    - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()`, `total = t ** p`, then `dist.all_reduce(total)` / `dist.send(t.contiguous(), ...)` in the same function): NCCL needs the tensor on the current CUDA device;
     - a module whose spawned worker (`mp.spawn(worker, ...)`, `start_processes`) selects its GPU with an unconditional `torch.cuda.set_device(rank)`: a CUDA program, whose `.cuda()` follows the selected GPU in every function;
     - a usage demo under `if __name__ == "__main__":` that uses `.cuda()` and names no device of its own (no `device` variable, no `.to(device)` there): the library code around it follows its inputs.
 
@@ -174,9 +174,21 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
         if self._depth == 0:
             for target in node.targets:
                 self._module_device(target.target)
-        value = node.value
-        if _is_cuda_call(value) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self._cuda_names[-1].setdefault(node.targets[0].target.value, []).append(value)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            # ``t = x.cuda()``, and what is computed from it (``total = t ** 2``).
+            feeders = self._feeders(node.value)
+            if feeders:
+                self._cuda_names[-1].setdefault(node.targets[0].target.value, []).extend(feeders)
+
+    def _feeders(self, value: cst.BaseExpression) -> list:
+        """The ``.cuda()`` calls whose result flows into ``value``."""
+        found = []
+        for part in subtree(value):
+            if _is_cuda_call(part):
+                found.append(part)
+            elif isinstance(part, cst.Name):
+                found.extend(self._cuda_names[-1].get(part.value, ()))
+        return found
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._depth == 0 and node.value is not None:
@@ -214,12 +226,7 @@ class CudaMixedWithToDevice(CudaGuards, Rule):
         feeds it (inline, or through a name bound to it in this function) is
         what NCCL asks for."""
         for arg in call.args:
-            for part in subtree(arg.value):
-                if _is_cuda_call(part):
-                    self._collective_inputs.add(id(part))
-                elif isinstance(part, cst.Name):
-                    for feeder in self._cuda_names[-1].get(part.value, ()):
-                        self._collective_inputs.add(id(feeder))
+            self._collective_inputs.update(id(feeder) for feeder in self._feeders(arg.value))
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
