@@ -8,19 +8,19 @@ from typing import Optional
 
 from .._lazy import cst
 from ..fixes import edit
-from ..names import full_name
+from .code import layout_free
 from ..rule import Fix, is_none
 
 
-def file_argument(call: cst.Call, position: int, keyword: str = "f") -> Optional[str]:
-    """Dotted text of the file argument (``f``) of a save or load call."""
+def file_argument(call: cst.Call, position: int, keyword: str = "f") -> Optional[tuple]:
+    """The file argument (``f``) of a save or load call, as a layout-free key:
+    the same expression (``path``, ``os.path.join(tmp, "x")``) names the same
+    file within one scope."""
     for index, arg in enumerate(call.args):
         if (arg.keyword is None and not arg.star and index == position) or (
             arg.keyword is not None and arg.keyword.value == keyword
         ):
-            if isinstance(arg.value, (cst.Name, cst.Attribute)):
-                return full_name(arg.value)
-            return None
+            return layout_free(arg.value)
     return None
 
 
@@ -65,7 +65,7 @@ class RoundTrips:
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._saved: list[set[str]] = [set()]
+        self._saved: list[set[tuple]] = [set()]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.append(set())

@@ -124,3 +124,12 @@ def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:
 
 
 _FIELDS: dict = {}
+
+
+def layout_free(node: "cst.CSTNode") -> tuple:
+    """What ``node`` says, whatever its layout (spaces, line breaks, comments,
+    parentheses): two expressions with equal keys are the same code."""
+    return tuple(
+        (type(part).__name__, getattr(part, "value", None) if isinstance(getattr(part, "value", None), str) else None)
+        for part in subtree(node)
+    )

@@ -67,9 +67,21 @@ def is_device_expression(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 def is_device_move(call: cst.Call, names: NameResolver) -> bool:
     """A ``.to()`` call that chooses a device (not ``.to(torch.float16)``):
-    the premise of "this module chooses its device"."""
+    the premise of "this module chooses its device". The literal ``"cuda"``
+    and ``torch.device("cuda")`` are no choice: they go where ``.cuda()``
+    goes (a CUDA-bound script is consistent); a device held in a variable or
+    chosen at run time is."""
     target = device_argument(call)
-    return target is not None and is_device_expression(target, names)
+    return target is not None and is_device_expression(target, names) and not _literal_cuda(target, names)
+
+
+def _literal_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    if isinstance(expr, cst.Call):
+        if names.qualify(expr.func) != "torch.device":
+            return False
+        first = expr.args[0].value if len(expr.args) == 1 and expr.args[0].keyword is None else None
+        return first is not None and string_value(first) == "cuda"
+    return string_value(expr) == "cuda"
 
 
 def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
@@ -83,22 +95,35 @@ def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 
 class DeviceChoice:
-    """Mixin for a ``Rule``: does this module choose its device? It does when a
-    ``.to()`` chooses one (``is_device_move``), unless it starts an NCCL process
-    group (NCCL needs GPUs: the module is CUDA-only whatever it moves with).
-    Read ``chooses_device`` in ``leave_Module``, once the whole module is seen.
-    Rules using it add ``DeviceChoice.READS`` to theirs."""
+    """Mixin for a ``Rule`` (before ``CudaGuards`` in its bases): does this
+    module choose its device? It does when a ``.to()`` chooses one
+    (``is_device_move``), unless it is a CUDA program anyway: it starts an
+    NCCL process group, or the worker it spawns (``mp.spawn(worker, ...)``,
+    ``start_processes``) selects its GPU with an unconditional
+    ``torch.cuda.set_device``. Read ``chooses_device`` in ``leave_Module``,
+    once the whole module is seen. Rules using it add ``DeviceChoice.READS``."""
 
-    READS = frozenset({"init_process_group"})
+    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes"})
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._moves_to_device = False
         self._nccl = False
+        self._device_setters: set[str] = set()  # top-level functions calling set_device unconditionally
+        self._spawned: set[str] = set()  # functions handed to mp.spawn / start_processes
+        self._function_names: list[str] = []
 
     @property
     def chooses_device(self) -> bool:
-        return self._moves_to_device and not self._nccl
+        return self._moves_to_device and not self._nccl and not self._device_setters & self._spawned
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self._function_names.append(node.name.value)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().leave_FunctionDef(node)
+        self._function_names.pop()
 
     def note_call(self, call: cst.Call) -> None:
         """Call from the rule's ``visit_Call`` for every call."""
@@ -107,3 +132,10 @@ class DeviceChoice:
             self._moves_to_device = self._moves_to_device or is_device_move(call, self.names)
         elif not self._nccl and is_nccl_init(call, self.names):
             self._nccl = True
+        qualified = self.names.qualify(func) or ""
+        if qualified == "torch.cuda.set_device" and not self.cuda_guarded() and len(self._function_names) == 1:
+            self._device_setters.add(self._function_names[0])
+        elif qualified.rpartition(".")[2] in ("spawn", "start_processes") and call.args:
+            target = call.args[0].value
+            if isinstance(target, cst.Name):
+                self._spawned.add(target.value)

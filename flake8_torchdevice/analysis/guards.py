@@ -194,6 +194,7 @@ class CudaGuards:
         self._guard_depth = 0  # open guarded regions (if/ifexp/decorated defs/def cuda)
         self._guard_pushes: list[bool] = []  # per If/IfExp/def: did it open one?
         self._blocks: list[_Block] = []
+        self._if_stack: list = []  # (If, its test is a no-CUDA test) being walked
 
     def cuda_guarded(self) -> bool:
         return self._guard_depth > 0 or any(block.cuda_only for block in self._blocks)
@@ -207,9 +208,19 @@ class CudaGuards:
         self._guard_depth -= self._guard_pushes.pop()
 
     def visit_If(self, node: cst.If) -> None:
-        self._push(is_cuda_test(node.test))
+        # ``if not x.is_cuda: x = x.cuda()`` runs its body without CUDA: a
+        # negated check guards the ``else`` branch only.
+        negative = is_no_cuda_test(node.test, self.names)
+        self._push(is_cuda_test(node.test) and not negative)
+        self._if_stack.append((node, negative))
+
+    def visit_Else(self, node: cst.Else) -> None:
+        if self._if_stack and self._if_stack[-1][0].orelse is node:
+            self._pop()
+            self._push(self._if_stack[-1][1])
 
     def leave_If(self, node: cst.If) -> None:
+        self._if_stack.pop()
         self._pop()
         block = self._blocks[-1] if self._blocks else None
         if block is not None and id(node) in block.children:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.devices import DeviceChoice, device_argument, is_device_name
+from ..analysis.code import string_value, subtree
+from ..analysis.devices import DeviceChoice, device_argument, is_device_move, is_device_name
 from ..analysis.guards import CudaGuards
 from ..rule import Fix, Rule
 
@@ -87,8 +88,12 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     - in test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`, `conftest.py`, under `tests/`, or importing pytest/unittest);
     - inside `with pytest.raises(...)` / `self.assertRaises(...)`, and in a method named `cuda`;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device;
-    - a module whose `.to()` calls never choose a device, or that starts an NCCL process
-      group (`init_process_group("nccl")`: it needs GPUs anyway).
+    - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` / `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`: it needs GPUs anyway);
+    - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()`, `total = t ** p`, then `dist.all_reduce(total)` / `dist.send(t.contiguous(), ...)` in the same function): NCCL needs the tensor on the current CUDA device;
+    - a module whose spawned worker (`mp.spawn(worker, ...)`, `start_processes`) selects its GPU with an unconditional `torch.cuda.set_device(rank)`: a CUDA program, whose `.cuda()` follows the selected GPU in every function;
+    - a usage demo under `if __name__ == "__main__":` that uses `.cuda()` and names no device of its own (no `device` variable, no `.to(device)` there): the library code around it follows its inputs.
+
+    A negated check (`if not x.is_cuda: x = x.cuda()`, `if not torch.cuda.is_available(): ...`) guards only its `else` branch.
 
     ## The error torch raises
     On a machine without CUDA (a CPU-only build of torch):
@@ -117,26 +122,64 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
 
     # A finding is a ``.cuda()`` call in a module that also moves with ``.to``.
     NEEDS = [{".cuda"}, {".to"}]
+    # A spawned worker (``mp.spawn(worker, ...)``) that selects its GPU with an
+    # unconditional ``torch.cuda.set_device`` makes the module a CUDA program:
+    # ``.cuda()`` follows the chosen GPU wherever it is called.
     READS = DeviceChoice.READS
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._cuda_calls: list[tuple[cst.Call, Optional[int], bool]] = []  # statement, in a def
+        self._cuda_calls: list[tuple[cst.Call, Optional[int], bool, bool]] = []  # statement, in a def, in __main__
         self._depth = 0  # functions open
         self._module_devices: dict[str, Optional[int]] = {}  # device-like module names -> statement
+        self._collective_inputs: set[int] = set()  # ids of .cuda() calls fed to torch.distributed
+        self._cuda_names: list[dict[str, list[cst.Call]]] = [{}]  # per function: name = x.cuda()
+        self._main: Optional[cst.If] = None  # the module's ``if __name__ == "__main__":`` being walked
+        self._main_chooses = False  # that block names a device or moves with .to(device)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._depth += 1
+        self._cuda_names.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._depth -= 1
+        self._cuda_names.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        super().visit_If(node)
+        if self._depth == 0 and self._main is None and _is_main_test(node.test):
+            self._main = node
+
+    def leave_If(self, node: cst.If) -> None:
+        super().leave_If(node)
+        if node is self._main:
+            self._main = None
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._main is not None and is_device_name(node):
+            self._main_chooses = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._depth == 0:
             for target in node.targets:
                 self._module_device(target.target)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            # ``t = x.cuda()``, and what is computed from it (``total = t ** 2``).
+            feeders = self._feeders(node.value)
+            if feeders:
+                self._cuda_names[-1].setdefault(node.targets[0].target.value, []).extend(feeders)
+
+    def _feeders(self, value: cst.BaseExpression) -> list:
+        """The ``.cuda()`` calls whose result flows into ``value``."""
+        found = []
+        for part in subtree(value):
+            if _is_cuda_call(part):
+                found.append(part)
+            elif isinstance(part, cst.Name):
+                found.extend(self._cuda_names[-1].get(part.value, ()))
+        return found
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._depth == 0 and node.value is not None:
@@ -149,17 +192,37 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         self.note_call(node)
         func = node.func
-        # ``.cuda(rank)`` names its device: a choice, only spelled differently.
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        qualified = self.names.qualify(func) or ""
+        if qualified.startswith("torch.distributed."):
+            self._note_collective(node)
+        if not isinstance(func, cst.Attribute):
+            return
+        if func.attr.value == "cuda":
+            # ``.cuda(rank)`` names its device: a choice, only spelled differently.
             if device_argument(node) is None and not self.cuda_guarded():
-                self._cuda_calls.append((node, self.context.statement, self._depth > 0))
+                self._cuda_calls.append((node, self.context.statement, self._depth > 0, self._main is not None))
+        elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names):
+            self._main_chooses = True
+
+    def _note_collective(self, call: cst.Call) -> None:
+        """A collective (``dist.all_reduce(t)``, ``dist.send(t.contiguous(), dst)``)
+        needs its tensors on the current CUDA device: the ``.cuda()`` that
+        feeds it (inline, or through a name bound to it in this function) is
+        what NCCL asks for."""
+        for arg in call.args:
+            self._collective_inputs.update(id(feeder) for feeder in self._feeders(arg.value))
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
         # Only now is the whole module known: report if it also uses .to(device).
-        if self.chooses_device:
-            for call, statement, in_function in self._cuda_calls:
-                self.report(call, fix=self._fix(call, statement, in_function), statement=statement)
+        if not self.chooses_device:
+            return
+        for call, statement, in_function, in_main in self._cuda_calls:
+            if id(call) in self._collective_inputs:
+                continue
+            if in_main and not self._main_chooses:
+                continue  # a CUDA demo under ``__main__``; the library follows its inputs
+            self.report(call, fix=self._fix(call, statement, in_function), statement=statement)
 
     def _fix(self, call: cst.Call, statement: Optional[int], in_function: bool) -> Optional[Fix]:
         """``x.cuda()`` -> ``x.to(device)`` (unsafe: the device may not be
@@ -172,6 +235,28 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         if not in_function and (assigned is None or statement is None or assigned >= statement):
             return None
         return Fix(lambda updated: _to_device(updated, name))
+
+
+def _is_cuda_call(expr: cst.CSTNode) -> bool:
+    """``<x>.cuda()`` without a device argument."""
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "cuda"
+        and device_argument(expr) is None
+    )
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(x, cst.Name) and x.value == "__name__" for x in sides) and any(
+        string_value(x) == "__main__" for x in sides
+    )
 
 
 def _to_device(call: cst.Call, name: str) -> cst.Call:

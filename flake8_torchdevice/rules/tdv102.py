@@ -44,6 +44,8 @@ _TENSOR_METHODS = frozenset(
 )
 # Loops whose elements are modules, names or numbers, never data tensors.
 _NON_TENSOR_ITERATORS = frozenset("range modules children named_modules named_children keys".split())
+# The keywords Tensor.to accepts: any other one is a custom ``.to()``.
+_TENSOR_TO_KEYWORDS = frozenset({"device", "dtype", "non_blocking", "copy", "memory_format"})
 # Loops whose single elements are tensors.
 _TENSOR_ITERATORS = frozenset("parameters buffers unbind".split())
 # Loop variables that conventionally hold a module or an optimizer.
@@ -105,7 +107,11 @@ class DiscardedTensorMove(Rule):
 
     ## When it does not report
     - receivers not proven to be tensors in their scope: parameters, `self`, attributes, results of unknown calls, names assigned from a class (`Net()`), modules from `.modules()` / `.children()`, loop variables named like a module (`model`, `layer`, `m`), and a single loop variable over a loader (`for batch in loader`: often a container whose `.to()` works in place);
-    - `.to()` whose result is used (assigned, returned, passed on) and `.cpu(...)` with arguments.
+    - `.to()` whose result is used (assigned, returned, passed on) and `.cpu(...)` with arguments;
+    - `.to(other.dtype)` alone: a defensive cast to another tensor's dtype (usually the one it has), which moves nothing; a literal dtype (`.to(torch.float16)`) is still reported;
+    - `.to()` given a keyword `Tensor.to` does not accept (anything but `device`, `dtype`, `non_blocking`, `copy`, `memory_format`): a custom container's in-place `.to()` (`bucket.to(device, keep_param_alignment=True)`).
+
+    A name bound to the result of `.cuda()` / `.cpu()` (`v_on_cuda = v.cuda()`) holds a tensor unless the receiver is named like a module.
 
     ## The error torch raises
     With the model on a GPU and the batch left on the CPU:
@@ -119,6 +125,7 @@ class DiscardedTensorMove(Rule):
 
     ```
     RuntimeError: Tensor on device meta is not on the expected device cpu!
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
     ```
     """
 
@@ -188,6 +195,10 @@ class DiscardedTensorMove(Rule):
             return
         if method == "cpu" and call.args:
             return
+        if method == "to" and any(a.keyword is not None and a.keyword.value not in _TENSOR_TO_KEYWORDS for a in call.args):
+            return  # ``bucket.to(device, keep_alignment=True)``: not Tensor.to, a custom in-place move
+        if method == "to" and _matches_dtype(call):
+            return  # ``bias.to(query.dtype)``: a defensive cast to another tensor's dtype, no move
         if receiver.value in self._scopes[-1]:
             self.report(call, fix=Fix(_assigned, target=node))
 
@@ -234,7 +245,17 @@ class DiscardedTensorMove(Rule):
                 head, _, last = qualified.rpartition(".")
                 return (head == "torch" and last in _FACTORIES) or head == "torch.nn.functional"
             if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
-                return self._is_tensor(func.value)
+                if self._is_tensor(func.value):
+                    return True
+                # ``v_on_cuda = v.cuda()``: what .cuda()/.cpu() return, unless
+                # the receiver is named like a module (which moves in place).
+                receiver = func.value
+                return (
+                    func.attr.value in ("cuda", "cpu")
+                    and isinstance(receiver, cst.Name)
+                    and receiver.value != "self"
+                    and not _MODULE_LIKE.search(receiver.value)
+                )
             return False
         if isinstance(value, cst.Subscript):
             return self._is_tensor(value.value)
@@ -250,6 +271,15 @@ class DiscardedTensorMove(Rule):
             return qualified.rpartition(".")[::2] in {("torch", s) for s in _SPLITTERS}
         func = value.func
         return isinstance(func, cst.Attribute) and func.attr.value in _SPLITTERS and self._is_tensor(func.value)
+
+
+def _matches_dtype(call: cst.Call) -> bool:
+    """``x.to(other.dtype)`` / ``x.to(dtype=other.dtype)`` and nothing else."""
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value in ("non_blocking", "copy"))]
+    if len(args) != 1 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "dtype"):
+        return False
+    value = args[0].value
+    return isinstance(value, cst.Attribute) and value.attr.value == "dtype"
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
