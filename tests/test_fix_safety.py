@@ -25,11 +25,16 @@ from flake8_torchdevice import files
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.fixes import can_fix, fix_source_counted
 from flake8_torchdevice.noqa import filter_noqa
+from flake8_torchdevice.rules import ALL_RULES
+
+
+DEFAULT_RULES = [rule for rule in ALL_RULES if rule.DEFAULT_ENABLED]
 
 
 def _findings(source: str):
-    """What the CLI hands the fixer: the engine's findings minus ``# noqa``."""
-    return filter_noqa(source, check_source(source, strict=True).violations)
+    """What the CLI hands the fixer by default: the findings of the rules on
+    by default, minus ``# noqa``."""
+    return filter_noqa(source, check_source(source, rules=DEFAULT_RULES, strict=True).violations)
 
 
 def _parse(text: str) -> None:

@@ -81,6 +81,7 @@ class CudaOnlyCallWithChosenDevice(DeviceChoice, CudaGuards, Rule):
     """
 
     CODE = "TDV105"
+    DEFAULT_ENABLED = False
     NAME = "cuda-only-call-with-chosen-device"
     SUMMARY = "CUDA-only `torch.cuda` call (`synchronize`, `Event`, ...) in a module that chooses its device"
     MESSAGE = (

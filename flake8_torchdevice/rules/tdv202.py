@@ -73,6 +73,7 @@ class OtherLoaderWithoutMapLocation(RoundTrips, Rule):
         "{}() without map_location fails on a machine without the GPU the file was "
         'saved on; pass map_location="cpu" or map_location=device'
     )
+    DEFAULT_ENABLED = False
     FIX = "safe"
     NEEDS = {"load", "load_state_dict_from_url", "load_url"}
 

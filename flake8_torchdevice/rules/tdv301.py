@@ -186,6 +186,7 @@ class WrapBeforePlacement(Rule):
     """
 
     CODE = "TDV301"
+    DEFAULT_ENABLED = False
     NAME = "parallel-wrap-before-placement"
     SUMMARY = "`DataParallel`/`DistributedDataParallel` wrapping a module that is not on its device yet"
     MESSAGE = (
