@@ -16,7 +16,11 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(RoundTrips, Rule):
-    r"""## What it does
+    r"""Precision on real code: 46% on the held-out projects (17 of 37 true or latent), 35%
+    on the tune split: below the 90% bar, still on by default (see docs/precision.md for
+    why, and the idioms it cannot tell apart).
+
+    ## What it does
     Flags a call to `torch.load` (under any alias: `th.load`, `from torch import load as
     tl`, `f = torch.load`, `torch.serialization.load`) that passes no `map_location`,
     neither as a keyword nor as the second positional argument. `map_location=None` counts

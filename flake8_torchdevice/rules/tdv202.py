@@ -16,7 +16,11 @@ SAVES = frozenset({"torch.jit.save"})
 
 
 class OtherLoaderWithoutMapLocation(RoundTrips, Rule):
-    r"""## What it does
+    r"""**Off by default (opt-in: `extend-select = TDV202`).** Precision on real code: 0% on
+    the held-out projects (0 of 4) and on the tune split (0 of 1): the URL loaders mostly
+    fetch published weights saved on the CPU. See docs/precision.md.
+
+    ## What it does
     Flags `torch.jit.load(f)`, `torch.hub.load_state_dict_from_url(url)` and
     `torch.utils.model_zoo.load_url(url)` (under any alias) called without `map_location`,
     neither as a keyword nor in its position (second for `torch.jit.load`, third for the
