@@ -82,9 +82,6 @@ class StatementIndex:
             return self.top[i]
         return None
 
-    def starts(self) -> list[int]:
-        return list(self._starts)
-
     def unit_key(self, line: int) -> int:
         """Which unit (innermost member, or module-level statement) holds ``line``."""
         top = self.top_at(line)
@@ -124,7 +121,6 @@ def _is_bare_string(stmt: ast.stmt) -> bool:
 class Hit:
     line: int
     scope: str  # a rule's SCOPE, or CONTEXT for a context word
-    rule: object = None
 
 
 CONTEXT = "context"

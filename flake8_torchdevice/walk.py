@@ -8,7 +8,7 @@ that deeply nested code cannot overflow the interpreter stack.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import libcst as cst
 

@@ -22,7 +22,7 @@ def _empty_module() -> "cst.Module":
 def argument(call: "cst.Call", position: Optional[int], keyword: str) -> Optional["cst.Arg"]:
     """The argument bound to a parameter that may be passed by ``position``
     (0-based; None: keyword-only) or by ``keyword``; None if absent. Starred
-    arguments are not bound (see ``has_star``)."""
+    arguments are not bound."""
     index = 0
     for arg in call.args:
         if arg.star:
@@ -34,15 +34,6 @@ def argument(call: "cst.Call", position: Optional[int], keyword: str) -> Optiona
         elif arg.keyword.value == keyword:
             return arg
     return None
-
-
-def has_star(call: "cst.Call") -> bool:
-    """``*args`` or ``**kwargs`` among the arguments: they may carry anything."""
-    return any(arg.star for arg in call.args)
-
-
-def positional_count(call: "cst.Call") -> int:
-    return sum(1 for arg in call.args if arg.keyword is None and not arg.star)
 
 
 def string_value(node: "cst.CSTNode") -> Optional[str]:
@@ -65,11 +56,6 @@ def last_name(expr: "cst.BaseExpression") -> Optional[str]:
     if isinstance(expr, cst.Name):
         return expr.value
     return None
-
-
-def callee_name(call: "cst.Call") -> Optional[str]:
-    """The last name of what ``call`` calls (``f`` in ``a.f(x)``), or None."""
-    return last_name(call.func)
 
 
 # Fields that only hold whitespace, comments, brackets or punctuation.
@@ -106,8 +92,6 @@ def children(node: cst.CSTNode, fields: Iterable[str]) -> list:
                 if isinstance(item, cst.CSTNode):
                     add(item)
     return children
-
-
 
 
 def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
 
 from .._lazy import cst
-
 from ..names import NameResolver, full_name
 from .code import argument, string_value, subtree
 
@@ -41,6 +39,8 @@ _CONTEXT_PATTERN = re.compile(r"cuda|gpu|device_count|multi_?device|set_device|p
 def context_words(present) -> set:
     """The context words among the identifiers ``present`` in a file."""
     return {word for word in present if _CONTEXT_PATTERN.search(word)}
+
+
 # Calls that end the current block (``pytest.skip``, ``sys.exit``, ``self.skipTest``).
 _EXIT_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|exit|quit|_exit|fail)$")
 
