@@ -9,7 +9,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 
 import pytest
@@ -36,9 +35,9 @@ def _as_user(cwd: str, *args: str) -> subprocess.CompletedProcess:
         if shutil.which("setpriv") is None:
             pytest.skip("running as root without setpriv: cannot drop privileges")
         prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        reachable = subprocess.run([*prefix, sys.executable, "-c", "pass"], cwd=cwd, capture_output=True, timeout=60)
-        if reachable.returncode != 0:  # e.g. an interpreter under root's 0700 home
-            pytest.skip(f"an unprivileged user cannot run this interpreter ({sys.executable})")
+        reachable = subprocess.run([*prefix, *SCRIPT, "--version"], cwd=cwd, capture_output=True, timeout=60)
+        if reachable.returncode != 0:  # an interpreter or checkout under a 0700 directory
+            pytest.skip(f"an unprivileged user cannot run {SCRIPT[0]} here")
     return subprocess.run([*prefix, *SCRIPT, *args], cwd=cwd, capture_output=True, timeout=60, text=True)
 
 
