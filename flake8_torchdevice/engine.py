@@ -145,8 +145,8 @@ def _rule_hits(source, tree, rule, present, index) -> list[tuple[int, str]]:
     needed = set(range(len(rule.GROUPS)))
     by_unit: dict = {}
     for line, number in located:
-        by_unit.setdefault(index.unit_key(line), set()).add(number)
-    return [(line, rule.SCOPE) for line, number in located if needed <= by_unit[index.unit_key(line)]]
+        by_unit.setdefault(index.unit_key(line, rule.SCOPE), set()).add(number)
+    return [(line, rule.SCOPE) for line, number in located if needed <= by_unit[index.unit_key(line, rule.SCOPE)]]
 
 
 def _lines(source: str, pairs: list) -> list:

@@ -31,7 +31,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .rule import CLASS, STATEMENT
+from .rule import CLASS, FUNCTION, STATEMENT
 
 # Module-level statements longer than this are parsed only for a word inside
 # them: flow-sensitive rules want the assignments around a module-level hit,
@@ -82,10 +82,15 @@ class StatementIndex:
             return self.top[i]
         return None
 
-    def unit_key(self, line: int) -> int:
-        """Which unit (innermost member, or module-level statement) holds ``line``."""
+    def unit_key(self, line: int, scope: str = STATEMENT) -> int:
+        """Which unit holds ``line``: the innermost member (a function, a
+        method, a class-level statement), or a module-level statement --
+        except for ``FUNCTION`` scope, where all module-level code is one
+        unit (key 0), as it is one scope for data flow."""
         top = self.top_at(line)
-        return 0 if top is None else id(_unit_at(top, line)[0])
+        if top is None or (scope == FUNCTION and not top.is_def):
+            return 0
+        return id(_unit_at(top, line)[0])
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:

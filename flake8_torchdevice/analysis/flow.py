@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from .code import argument, code_of, last_name, string_value
+from .code import argument, code_of, last_name, string_value, subtree
 from .guards import _expects_failure, is_no_cuda_test
 from .vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
 
@@ -94,11 +94,11 @@ _WRAPPERS = frozenset("enumerate tqdm iter".split())
 
 
 class Value:
-    __slots__ = ("kind", "label", "zero", "factory", "param", "local", "loop", "evidence")
+    __slots__ = ("kind", "_label", "zero", "factory", "param", "local", "loop", "evidence")
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
         self.kind = kind
-        self.label = label
+        self._label = label  # text, or the node whose code it is (generated when read: few are)
         self.zero = zero  # maybe 0-dim: mixes with any device legally
         self.factory = factory  # a CPU factory result (TDV502's domain when it meets an input)
         self.param = param  # derived from a function parameter
@@ -106,8 +106,14 @@ class Value:
         self.loop = loop  # the loader loop of a SIBLING / BATCH
         self.evidence = False  # a SIBLING used as a tensor
 
+    @property
+    def label(self) -> str:
+        if not isinstance(self._label, str):
+            self._label = code_of(self._label)
+        return self._label
+
     def derived(self, kind=None, label=None, zero=None):
-        copy = Value(kind or self.kind, self.label if label is None else label,
+        copy = Value(kind or self.kind, self._label if label is None else label,
                      self.zero if zero is None else zero, self.factory, self.param, self.local, self.loop)
         copy.evidence = self.evidence
         return copy
@@ -426,7 +432,7 @@ class _Analysis:
         if base.kind == BATCH:
             return self.element(base, code_of(expr))
         if attr == "device" and base.kind in (CPU, PLACED):
-            return Value(DEVICE, code_of(expr), zero=base.kind == CPU)
+            return Value(DEVICE, expr, zero=base.kind == CPU)
         if base.kind == SIBLING:
             if attr in _TENSOR_MEMBERS:
                 base.evidence = True
@@ -499,7 +505,7 @@ class _Analysis:
                 self.ev(arg.value, env)
             first = call.args[0].value if call.args else None
             text = string_value(first) if first is not None else None
-            return Value(DEVICE, code_of(call), zero=text is not None and text.startswith("cpu"))
+            return Value(DEVICE, call, zero=text is not None and text.startswith("cpu"))
         if qualified.startswith("torch.") and not qualified.startswith("torch.nn.") or qualified.startswith(
             "torch.nn.functional."
         ):
@@ -507,12 +513,12 @@ class _Analysis:
         if qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
             for arg in call.args:
                 self.ev(arg.value, env)
-            return Value(LOSS, code_of(call.func))
+            return Value(LOSS, call.func)
         if _is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
-            return Value(NUMPY, code_of(call))
+            return Value(NUMPY, call)
         if isinstance(call.func, cst.Attribute):
             return self.method(call, call.func, env)
         callee = self.ev(call.func, env)
@@ -547,7 +553,7 @@ class _Analysis:
         if method in _FRAMEWORK_CALLS and not isinstance(func.value, cst.Name) or (
             method in _FRAMEWORK_CALLS and receiver is None
         ):
-            return Value(FRAMEWORK, code_of(call))
+            return Value(FRAMEWORK, call)
         if receiver is not None and receiver.kind == BATCH:
             return None  # batch.to(device) may move a container in place
         if method in ("to", "cuda"):
@@ -556,11 +562,11 @@ class _Analysis:
             if receiver is not None and receiver.kind == SIBLING:
                 return None
             zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
-            return Value(CPU, code_of(call), zero=zero)
+            return Value(CPU, call, zero=zero)
         if method == "numpy":
             if receiver is not None and receiver.kind == PLACED and not _forced(call):
                 self.record_numpy(call, receiver)
-            return Value(NUMPY, code_of(call))
+            return Value(NUMPY, call)
         if receiver is None:
             return None
         if receiver.kind == SIBLING:
@@ -604,8 +610,8 @@ class _Analysis:
         param = receiver is not None and (receiver.param or receiver.kind == INPUT)
         if where == CPU:
             zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
-            return Value(CPU, code_of(call), zero=zero)
-        label = code_of(call.func.value) if receiver is None or receiver.kind != PLACED else receiver.label
+            return Value(CPU, call, zero=zero)
+        label = call.func.value if receiver is None or receiver.kind != PLACED else receiver.label
         return Value(PLACED, label, local=local, param=param)
 
     def destination(self, call: cst.Call, args, env: dict) -> Optional[str]:
@@ -644,19 +650,19 @@ class _Analysis:
         if device is not None:
             where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
             if where == PLACED:
-                return Value(PLACED, code_of(call.func))
+                return Value(PLACED, call.func)
             if where == CPU:
-                return Value(CPU, code_of(call.func), zero=maybe_zero_dim(qualified, call), factory=True)
+                return Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
             return None
         if qualified in DATA_FACTORIES and values:
             first = values[0]
             if first is not None and first.kind in (PLACED, INPUT, SIBLING):
                 return None  # torch.tensor(x) keeps x's device; unknown inputs: unknown
             if first is not None and first.kind == NUMPY:
-                return Value(CPU, code_of(call.func), factory=True)
+                return Value(CPU, call.func, factory=True)
         if qualified == "torch.from_numpy":
-            return Value(CPU, code_of(call.func), factory=True)
-        return Value(CPU, code_of(call.func), zero=maybe_zero_dim(qualified, call), factory=True)
+            return Value(CPU, call.func, factory=True)
+        return Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
 
     def load(self, call: cst.Call, env: dict) -> Optional[Value]:
         for arg in call.args:
@@ -806,7 +812,7 @@ def _cpu_only_test(test, names) -> bool:
     """``device.type == "cpu"`` / ``not torch.cuda.is_available()``: the body runs on the CPU."""
     if is_no_cuda_test(test, names):
         return True
-    for node in _walk(test):
+    for node in subtree(test):
         if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Equal, cst.Is)) for c in node.comparisons):
             operands = [node.left] + [c.comparator for c in node.comparisons]
             if any((string_value(o) or "").startswith("cpu") for o in operands):
@@ -816,21 +822,13 @@ def _cpu_only_test(test, names) -> bool:
 
 def _cuda_test(test) -> bool:
     """``torch.cuda.is_available()`` / ``device.type == "cuda"``: the else branch is CPU-only."""
-    for node in _walk(test):
+    for node in subtree(test):
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             return False
         if isinstance(node, cst.Comparison) and any(isinstance(c.operator, (cst.NotEqual, cst.IsNot)) for c in node.comparisons):
             return False
     code = code_of(test)
     return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
-
-
-def _walk(node):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
 
 
 def _expression_children(expr) -> list:

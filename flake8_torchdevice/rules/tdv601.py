@@ -71,7 +71,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     NAME = "cpu-value-meets-placed-value"
     SUMMARY = "a value proven on the CPU meets a value proven on a device in one operation"
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
-    NEEDS = [{".to", ".cuda", "device"}, FACTORY_NAMES | {"cpu"}]
+    NEEDS = [{".to", ".cuda", "device"}, (FACTORY_NAMES - {"range", "Tensor"}) | {"cpu", ".range", ".Tensor"}]
+    TOGETHER = True  # one function's own flow: both kinds of value are made in it
 
     def _findings(self, flow):
         return flow.meets
