@@ -128,7 +128,7 @@ def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: 
     lines: list[tuple[int, str]] = []
     for rule in live:
         lines += _rule_hits(source, tree, rule, present, index)
-    context = [(offset, CONTEXT) for word in context_words(present) for offset in words.offsets(source, word)]
+    context = [(offset, CONTEXT) for offset, _ in words.offsets_of(source, context_words(present))]
     return [Hit(line, scope) for line, scope in lines + _lines(source, context)]
 
 
@@ -136,9 +136,10 @@ def _rule_hits(source, tree, rule, present, index) -> list[tuple[int, str]]:
     groups = [set(group) for group in rule.GROUPS] + [set(rule.READS)]
     found = []  # (offset, group number)
     for number, group in enumerate(groups):
-        wanted = {word for word in group if words.bare(word) in present}
-        wanted |= words.alias_words(tree, {words.bare(word) for word in wanted}) if wanted else set()
-        found += [(offset, number) for word in wanted for offset in words.offsets(source, word)]
+        wanted = {word for word in group if words.occurs(word, present)}
+        named = {words.bare(word) for word in wanted if not words.is_part(word)}
+        wanted |= words.alias_words(tree, named) if named else set()
+        found += [(offset, number) for offset, _ in words.offsets_of(source, wanted)]
     located = _lines(source, found)
     if not rule.TOGETHER:
         return [(line, rule.SCOPE) for line, _ in located]

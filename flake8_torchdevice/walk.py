@@ -72,7 +72,8 @@ class BatchedWalker:
                 continue
             for visit in plan[1]:
                 visit(node)
-            push((node, True))
+            if plan[2]:  # no visitor leaves this type: no second pop
+                push((node, True))
             children = _children(node, plan[0])
             for index in range(len(children) - 1, -1, -1):
                 push((children[index], False))

@@ -3,7 +3,8 @@
 This is the only text scan in the engine, and it knows nothing of any rule:
 a word is an identifier, matched whole anywhere (code, strings, comments),
 or, written with a leading dot, an attribute name (``.to``: a ``to`` that
-follows a dot, across spaces, backslash continuations and comments). It
+follows a dot, across spaces, backslash continuations and comments), or,
+written with a leading star, part of a word in any case (``*cpu``). It
 may over-match (a word in a comment costs a little parsing), never
 under-match: that is what makes skipping code without the words safe. A
 word split across joined string literals (``"cud" "a:1"`` is ``"cuda:1"``)
@@ -70,32 +71,127 @@ def _joined_words(source: str) -> list[tuple[int, str]]:
 
 
 def bare(word: str) -> str:
-    return word[1:] if word.startswith(".") else word
+    word = word[1:] if word[:1] in ".*" else word
+    return word[:-1] if word[-1:] in "=(" else word
+
+
+def is_part(word: str) -> bool:
+    """``*cpu``: any identifier (or word of a string) containing ``cpu``, in
+    any case (``cpu_device``, ``CPU``): for a verdict that reads names."""
+    return word.startswith("*")
+
+
+def occurs(word: str, present: frozenset[str]) -> bool:
+    """Is ``word`` among the identifiers ``present`` (see ``identifiers``)?"""
+    if is_part(word):
+        return word[1:].lower() in _lowered(present)
+    return bare(word) in present
+
+
+def _lowered(present: frozenset[str]) -> str:
+    """All of ``present``, lower-cased, in one string (the last set's is kept)."""
+    cached = _LOWERED[0]
+    if cached[0] is not present:
+        cached = (present, "\n".join(present).lower())
+        _LOWERED[0] = cached
+    return cached[1]
+
+
+_LOWERED: list = [(None, "")]
 
 
 def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-@lru_cache(maxsize=1024)
-def _scan(word: str) -> re.Pattern:
-    # A literal first: the regex engine then jumps between candidates.
-    return re.compile(re.escape(word) + r"(?!\w)")
-
-
 def offsets(source: str, word: str) -> Iterator[int]:
-    """Start offsets of ``word`` (see the module doc for the two kinds)."""
-    attribute = word.startswith(".")
-    name = bare(word)
-    for match in _scan(name).finditer(source):
-        start = match.start()
-        if start and _is_word_char(source[start - 1]):
-            continue
-        if attribute and not _after_dot(source, start):
-            continue
-        yield start
-    if not attribute:  # strings hold no attributes
-        yield from (offset for offset, joined in joined_words(source) if joined == name)
+    """Start offsets of ``word`` (see the module doc for its forms)."""
+    return iter(sorted(offset for offset, _ in offsets_of(source, [word])))
+
+
+def offsets_of(source: str, wanted: Iterable[str]) -> list[tuple[int, str]]:
+    """(offset, word) for each place one of ``wanted`` occurs: one scan of
+    ``source`` per name, then each form's check where the name is."""
+    by_name: dict[str, list[str]] = {}
+    found = []
+    for word in wanted:
+        if is_part(word):
+            found += [(offset, word) for offset in _part_offsets(source, word[1:])]
+        else:
+            by_name.setdefault(bare(word), []).append(word)
+    if not by_name:
+        return found
+    for name, forms in by_name.items():
+        for match in _scan(name).finditer(source):
+            start, end = match.span()
+            if start and _is_word_char(source[start - 1]):
+                continue
+            found += [(start, word) for word in forms if _form_holds(source, word, start, end)]
+    for offset, joined in joined_words(source):  # strings hold no attributes, keywords or calls
+        found += [(offset, word) for word in by_name.get(joined, ()) if word[0] != "." and word[-1] not in "=("]
+    return found
+
+
+def _form_holds(source: str, word: str, start: int, end: int) -> bool:
+    if word[0] == ".":
+        return _after_dot(source, start)
+    if word[-1] == "=":
+        return _before_equals(source, end)
+    if word[-1] == "(":
+        return _before_call(source, end)
+    return True
+
+
+@lru_cache(maxsize=1024)
+def _scan(name: str) -> re.Pattern:
+    # A literal first: the regex engine then jumps between candidates (one
+    # alternation of all the names scans several times slower).
+    return re.compile(re.escape(name) + r"(?!\w)")
+
+
+def _part_offsets(source: str, part: str) -> Iterator[int]:
+    yield from (match.start() for match in _scan_part(part).finditer(source))
+    yield from (offset for offset, joined in joined_words(source) if part.lower() in joined.lower())
+
+
+@lru_cache(maxsize=64)
+def _scan_part(part: str) -> re.Pattern:
+    return re.compile(re.escape(part), re.I)
+
+
+def _skip_blanks(source: str, i: int, also: str = "") -> int:
+    """The offset of the next character after ``i`` that is not a blank, a
+    line break, a comment or one of ``also``."""
+    size = len(source)
+    while i < size:
+        char = source[i]
+        if char in " \t\\\r\f" or char in also:
+            i += 1
+        elif char == "#":
+            newline = source.find("\n", i)
+            i = size if newline < 0 else newline
+        else:
+            break
+    return i
+
+
+def _before_call(source: str, end: int) -> bool:
+    """Is the name at ``end`` called (``(`` follows, across blanks, comments,
+    line breaks and closing parentheses: ``(torch.zeros)(3)``), or does it end
+    its line or statement, as an alias does (``z = torch.zeros``)?"""
+    i = _skip_blanks(source, end, ")")
+    return i >= len(source) or source[i] in "(\n;"
+
+
+def _before_equals(source: str, end: int) -> bool:
+    """Does a single ``=`` follow ``end``, across blanks, line breaks and
+    comments (``f(device  # why`` newline ``= d)``), with a value other
+    than ``None`` (the default that leaves something unset)?"""
+    i = _skip_blanks(source, end, "\n")
+    if not source.startswith("=", i) or source.startswith("==", i):
+        return False
+    value = source[i + 1 : i + 40].lstrip()  # ``device=None`` gives nothing
+    return not (value.startswith("None") and not _is_word_char(value[4:5] or " "))
 
 
 def _after_dot(source: str, start: int) -> bool:
@@ -118,7 +214,7 @@ def _after_dot(source: str, start: int) -> bool:
 
 def present(groups: Iterable[frozenset[str]], words: frozenset[str]) -> bool:
     """True if every group has a word among ``words`` (bare identifiers)."""
-    return all(any(bare(word) in words for word in group) for group in groups)
+    return all(any(occurs(word, words) for word in group) for group in groups)
 
 
 def alias_words(tree: ast.Module, wanted: set[str]) -> set[str]:

@@ -158,6 +158,17 @@ def test_issue_table_rows_are_found_by_their_code_alone(name):
         ("reload(p); loader(p); _load(p)", "load", 0),
         ('"cuda:1"', "cuda", 1),
         ("use_cuda", "cuda", 0),
+        ("x.to(cfg.cpu_device)", "*cpu", 1),
+        ("ON_CPU = True", "*cpu", 1),
+        ('d = "c" "pu"', "*cpu", 1),
+        ("x.to(device)", "*cpu", 0),
+        ("torch.zeros(3)", "zeros(", 1),
+        ("(torch.zeros  # why\n )(3)", "zeros(", 1),
+        ("z = torch.zeros\nz(3)", "zeros(", 1),
+        ("x: zeros = 1; torch.zeros.__doc__", "zeros(", 0),
+        ("f(device=d)", "device=", 1),
+        ("f(device  # why\n  = d)", "device=", 1),
+        ("def f(device=None): return device == d", "device=", 0),
     ],
 )
 def test_word_offsets(text, word, expected):
@@ -183,6 +194,17 @@ def test_aliases_follow_the_resolvers_bindings_to_a_fixpoint():
 def test_an_alias_call_far_from_its_import_is_found():
     source = "from torch import load as restore\n" + "\n" * 50 + "def f(p):\n    return restore(p)\n"
     assert findings(source) == [(53, 11, "TDV201")] == findings(source, full=True)
+
+
+def test_a_flow_rule_finds_a_cpu_destination_named_by_a_variable():
+    # TDV601 parses only functions holding a placing word and a CPU word
+    # (TOGETHER); a destination named like the CPU is one (``*cpu``).
+    source = (
+        "import torch\n\n\ndef make():\n    return torch.zeros(3)\n\n\n"
+        "def run(cfg):\n    w = load()\n    a = w.cuda().to(cfg.cpu_dev)\n    return a + w.cuda()\n"
+    )
+    rule = [r for r in ALL_RULES if r.CODE == "TDV601"]
+    assert findings(source, rule) == [(11, 11, "TDV601")] == findings(source, rule, full=True)
 
 
 def test_every_rule_declares_words_and_a_known_scope():

@@ -71,7 +71,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     NAME = "cpu-value-meets-placed-value"
     SUMMARY = "a value proven on the CPU meets a value proven on a device in one operation"
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
-    NEEDS = [{".to", ".cuda", "device"}, (FACTORY_NAMES - {"range", "Tensor"}) | {"cpu", ".range", ".Tensor"}]
+    # Placed: .to / .cuda / a factory's device=. CPU: a factory, .cpu(), or a
+    # destination that names the CPU (.to("cpu"), .to(cpu_device)).
+    NEEDS = [{".to", ".cuda", "device="}, {name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
     TOGETHER = True  # one function's own flow: both kinds of value are made in it
 
     def _findings(self, flow):
