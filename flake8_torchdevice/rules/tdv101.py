@@ -80,11 +80,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     ## Fix safety
     Unsafe. Rewriting `.cuda()` as `.to(device)` needs a name for the device that is in
     scope at the call, which the linter cannot always find (the device may be chosen in
-    another function, or be an attribute). `torchdevice --fix --unsafe-fixes` rewrites only when exactly one
-    device-like name (`device`, `dev`, `*_device`) is assigned at module level, and the call
-    runs after that assignment (inside a function, or later in the module); otherwise it
-    leaves the call alone. `.cuda(non_blocking=True)` becomes
-    `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is `cuda:0` the
+    another function, or be an attribute). `torchdevice --fix --unsafe-fixes --extend-select
+    TDV101` rewrites only when exactly one device-like name (`device`, `dev`, `*_device`)
+    is assigned at module level, and the call runs after that assignment (inside a
+    function, or later in the module); otherwise it leaves the call alone.
+    `.cuda(non_blocking=True)` becomes `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is `cuda:0` the
     behaviour is unchanged; elsewhere the fix changes where the tensor goes, which is the
     point.
 

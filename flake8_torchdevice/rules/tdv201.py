@@ -52,9 +52,9 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
     ```
 
     ## Fix safety
-    Safe. The fix (`torchdevice --fix`) adds `map_location="cpu"`, or replaces an explicit
-    `map_location=None`; it changes nothing else on the line. Loading to the CPU works on every machine;
-    `load_state_dict` then copies the values into the module's parameters wherever they
+    Safe. The fix (`torchdevice --fix --extend-select TDV201`) adds `map_location="cpu"`, or
+    replaces an explicit `map_location=None`; it changes nothing else on the line. Loading
+    to the CPU works on every machine; `load_state_dict` then copies the values into the module's parameters wherever they
     live. Code that relied on the loaded tensors landing on the GPU must move them itself.
 
     ## When it does not report
