@@ -388,20 +388,21 @@ import os
 def join_all(root, names):
     return [os.path.join(root, name) for name in names if name]
 """
+# One finding of a rule on by default (TDV701; until TDV201 became opt-in this
+# was a torch.load without map_location).
 TORCH_FILE = """\
 import torch
 
 
-def restore(model, path):
-    model.load_state_dict(torch.load(path))
-    return model
+def make_scaler(enabled):
+    return torch.cuda.amp.GradScaler(enabled=enabled)
 """
 
 
 def startup(envs: dict[str, Path], runs: int) -> int:
     """Median CPU of each tool on one small file (no trigger / one finding)."""
     with tempfile.TemporaryDirectory() as tmp:
-        cases = {"no trigger": Path(tmp, "plain.py"), "one finding": Path(tmp, "restore.py")}
+        cases = {"no trigger": Path(tmp, "plain.py"), "one finding": Path(tmp, "scaler.py")}
         cases["no trigger"].write_text(PLAIN_FILE)
         cases["one finding"].write_text(TORCH_FILE)
         tools = {

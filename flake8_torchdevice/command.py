@@ -41,7 +41,7 @@ def _jobs(value: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Find PyTorch device-handling mistakes (TDV codes).")
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
-    p.add_argument("--select", type=_codes, help="only these codes or prefixes, e.g. TDV2,TDV101")
+    p.add_argument("--select", type=_codes, help="only these codes or prefixes, e.g. TDV1,TDV201")
     p.add_argument("--extend-select", type=_codes, default=[], help="add codes, e.g. opt-in TDV402")
     p.add_argument("--ignore", type=_codes, help="codes or prefixes to skip")
     p.add_argument("--extend-ignore", type=_codes, default=[], help="add codes to skip")

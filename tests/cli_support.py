@@ -14,8 +14,10 @@ from flake8_torchdevice import cli
 _BIN = Path(sys.executable).parent / "torchdevice"
 SCRIPT = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "flake8_torchdevice.cli"]
 
-BAD = 'import torch\nstate = torch.load("ckpt.pt")\n'
-GOOD = 'import torch\nstate = torch.load("ckpt.pt", map_location="cpu")\n'
+# A finding of a default-on rule with a safe fix (TDV701, reported at 2:10);
+# GOOD is exactly what ``--fix`` makes of BAD.
+BAD = 'import torch\nscaler = torch.cuda.amp.GradScaler()\n'
+GOOD = 'import torch\nscaler = torch.amp.GradScaler("cuda")\n'
 
 
 @dataclass

@@ -72,13 +72,13 @@ def test_the_action_writes_a_sarif_log_of_the_findings(tmp_path):
     (workspace / "src").mkdir(parents=True)
     runner_temp.mkdir()
     checked = {
-        "src/load.py": FIXTURES / "TDV201" / "load_gpu_checkpoint.py",
+        "src/step.py": FIXTURES / "TDV701" / "training_step.py",  # a default-on code
         "train.py": FIXTURES / "TDV402" / "every_form.py",
     }
     for name, fixture in checked.items():
         (workspace / name).write_text(fixture.read_text(encoding="utf-8"), encoding="utf-8")
     # outside the given paths: must not be checked
-    (workspace / "other.py").write_text("import torch\nstate = torch.load('x.pt')\n", encoding="utf-8")
+    (workspace / "other.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n", encoding="utf-8")
 
     (workspace / "out").mkdir()
 

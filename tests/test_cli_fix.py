@@ -11,13 +11,15 @@ from collections import Counter
 
 import pytest
 
-from cli_support import BAD, run_cli
+from cli_support import BAD, GOOD, run_cli
 from fixture_cases import FIXTURES, all_cases
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.fixes import can_fix, fix_source, fix_source_counted
 from flake8_torchdevice.noqa import filter_noqa
 from flake8_torchdevice.rules import ALL_RULES
 
+# TDV201's fix (opt-in, so each run names it) on calls laid out every which way.
+LOAD_FIX = ("--extend-select", "TDV201")
 MESSY = (
     "import torch  # keep   odd  spacing\n"
     "a = torch.load('a.pt')\n"
@@ -48,7 +50,7 @@ MESSY_FIXED = (
 def test_fix_rewrites_only_the_reported_calls(tmp_path):
     target = tmp_path / "train.py"
     target.write_text(MESSY, encoding="utf-8")
-    result = run_cli("--fix", "train.py", cwd=tmp_path)
+    result = run_cli("--fix", *LOAD_FIX, "train.py", cwd=tmp_path)
     assert (result.code, result.out) == (0, "")
     assert result.err_lines == ["torchdevice: fixed 5 findings in 1 file"]
     assert target.read_text(encoding="utf-8") == MESSY_FIXED
@@ -57,9 +59,10 @@ def test_fix_rewrites_only_the_reported_calls(tmp_path):
 def test_second_fix_is_a_no_op(tmp_path):
     target = tmp_path / "train.py"
     target.write_text(MESSY, encoding="utf-8")
-    run_cli("--fix", "train.py", cwd=tmp_path)
+    first = run_cli("--fix", *LOAD_FIX, "train.py", cwd=tmp_path)
+    assert first.err_lines == ["torchdevice: fixed 5 findings in 1 file"]
     before = os.stat(target)
-    again = run_cli("--fix", "train.py", cwd=tmp_path)
+    again = run_cli("--fix", *LOAD_FIX, "train.py", cwd=tmp_path)
     after = os.stat(target)
     assert (again.code, again.out, again.err) == (0, "", "")
     assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
@@ -68,7 +71,7 @@ def test_second_fix_is_a_no_op(tmp_path):
 def test_fix_reports_what_it_cannot_fix(tmp_path):
     (tmp_path / "a.py").write_text("import torch\nx = torch.load('a', **kw)\ny = torch.load('b')\n", encoding="utf-8")
     (tmp_path / "broken.py").write_text("import torch\ntorch.load(\n", encoding="utf-8")
-    result = run_cli("--fix", ".", cwd=tmp_path)
+    result = run_cli("--fix", *LOAD_FIX, ".", cwd=tmp_path)
     assert result.code == 1  # the unparsable file remains a problem
     assert "torchdevice: broken.py: syntax error at line 2" in result.err
     assert (tmp_path / "a.py").read_text(encoding="utf-8").endswith("y = torch.load('b', map_location=\"cpu\")\n")
@@ -81,10 +84,10 @@ def test_diff_previews_without_writing(tmp_path):
     assert result.code == 1
     assert result.out == (
         "--- a/train.py\n+++ b/train.py\n@@ -1,2 +1,2 @@\n import torch\n"
-        "-state = torch.load(\"ckpt.pt\")\n+state = torch.load(\"ckpt.pt\", map_location=\"cpu\")\n"
+        "-scaler = torch.cuda.amp.GradScaler()\n+scaler = torch.amp.GradScaler(\"cuda\")\n"
     )
     assert target.read_text(encoding="utf-8") == BAD
-    target.write_text(MESSY_FIXED, encoding="utf-8")
+    target.write_text(GOOD, encoding="utf-8")
     assert run_cli("--diff", "train.py", cwd=tmp_path).code == 0
 
 
@@ -103,7 +106,7 @@ def test_fix_keeps_encoding_newlines_and_mode(tmp_path, raw, encoding):
     target.chmod(0o751)
     assert run_cli("--fix", "m.py", cwd=tmp_path).code == 0
     fixed = target.read_bytes()
-    old_call, new_call = b'torch.load("ckpt.pt")', b'torch.load("ckpt.pt", map_location="cpu")'
+    old_call, new_call = b"torch.cuda.amp.GradScaler()", b'torch.amp.GradScaler("cuda")'
     assert fixed == raw.replace(old_call, new_call)
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o751
     assert sorted(os.listdir(tmp_path)) == ["m.py"]  # no temporary file left behind
@@ -115,19 +118,19 @@ def test_fix_through_a_symlink_keeps_the_link(tmp_path):
     (tmp_path / "link.py").symlink_to(real)
     assert run_cli("--fix", "link.py", cwd=tmp_path).code == 0
     assert (tmp_path / "link.py").is_symlink()
-    assert "map_location" in real.read_text(encoding="utf-8")
+    assert real.read_text(encoding="utf-8") == GOOD
 
 
 def test_ignored_and_silenced_codes_are_not_fixed(tmp_path):
     target = tmp_path / "m.py"
     target.write_text(BAD, encoding="utf-8")
-    assert run_cli("--fix", "--ignore", "TDV201", "m.py", cwd=tmp_path).code == 0
+    assert run_cli("--fix", "--ignore", "TDV701", "m.py", cwd=tmp_path).code == 0
     assert target.read_text(encoding="utf-8") == BAD
 
 
 def test_stdin_fix_writes_the_fixed_code_to_stdout(tmp_path):
     result = run_cli("--fix", "-", cwd=tmp_path, stdin=BAD.encode())
-    assert result.out == BAD.replace('"ckpt.pt")', '"ckpt.pt", map_location="cpu")')
+    assert result.out == GOOD
     assert result.code == 0
 
 
@@ -143,9 +146,9 @@ UNSAFE = (
 def test_unsafe_fixes_need_the_flag(tmp_path):
     target = tmp_path / "m.py"
     target.write_text(UNSAFE, encoding="utf-8")
-    assert run_cli("--fix", "m.py", cwd=tmp_path).code == 1
+    assert run_cli("--fix", "--extend-select", "TDV101", "m.py", cwd=tmp_path).code == 1  # TDV101 is opt-in
     assert target.read_text(encoding="utf-8") == UNSAFE
-    assert run_cli("--fix", "--unsafe-fixes", "m.py", cwd=tmp_path).code == 0
+    assert run_cli("--fix", "--unsafe-fixes", "--extend-select", "TDV101", "m.py", cwd=tmp_path).code == 0
     assert target.read_text(encoding="utf-8") == UNSAFE.replace("model.cuda()", "model.to(device)")
 
 
@@ -195,10 +198,11 @@ def test_fixing_a_fixture_gives_valid_code_and_removes_the_fixed_findings(case):
 
 def test_cli_fix_over_all_fixtures_is_idempotent(tmp_path):
     shutil.copytree(FIXTURES, tmp_path / "fixtures")
-    first = run_cli("--fix", "--unsafe-fixes", "--select", "TDV", "fixtures", cwd=tmp_path)
+    every = ",".join(rule.CODE for rule in ALL_RULES)  # the opt-in codes' fixes too (TDV101, TDV201, ...)
+    first = run_cli("--fix", "--unsafe-fixes", "--select", every, "fixtures", cwd=tmp_path)
     assert "fixed" in first.err
     snapshot = {p: p.read_bytes() for p in (tmp_path / "fixtures").rglob("*.py")}
-    second = run_cli("--fix", "--unsafe-fixes", "--select", "TDV", "fixtures", cwd=tmp_path)
+    second = run_cli("--fix", "--unsafe-fixes", "--select", every, "fixtures", cwd=tmp_path)
     assert "fixed" not in second.err and second.out == first.out
     assert snapshot == {p: p.read_bytes() for p in (tmp_path / "fixtures").rglob("*.py")}
 
@@ -218,7 +222,7 @@ def test_a_writable_file_in_a_read_only_directory_is_fixed_in_place(tmp_path, mo
     inode = os.stat(target).st_ino
     result = run_cli("--fix", "m.py", cwd=tmp_path)
     assert (result.code, result.err_lines) == (0, ["torchdevice: fixed 1 finding in 1 file"])
-    assert "map_location" in target.read_text(encoding="utf-8") and os.stat(target).st_ino == inode
+    assert target.read_text(encoding="utf-8") == GOOD and os.stat(target).st_ino == inode
 
 
 @pytest.mark.parametrize(

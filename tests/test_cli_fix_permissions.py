@@ -70,7 +70,7 @@ def test_a_read_only_file_is_refused_and_the_others_are_fixed(shared_dir):
         "torchdevice: ro.py: not fixed: the file is read-only",
         "torchdevice: fixed 1 finding in 1 file",
     ]
-    assert result.stdout.startswith("ro.py:2:9: TDV201 ")  # its finding is still reported
+    assert result.stdout.startswith("ro.py:2:10: TDV701 ")  # its finding is still reported
     assert open(read_only, encoding="utf-8").read() == BAD and _identity(read_only) == before
     assert open(other, encoding="utf-8").read() == GOOD
 

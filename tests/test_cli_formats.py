@@ -15,7 +15,7 @@ NOTEBOOK = {
     "cells": [
         {"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": ["import torch\n", "%matplotlib inline\n", "x = torch.load('a.pt')"]},
+         "source": ["import torch\n", "%matplotlib inline\n", "x = torch.cuda.amp.GradScaler()"]},
     ],
     "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
 }
@@ -24,7 +24,8 @@ NOTEBOOK = {
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "bad.py").write_text(BAD + "other = torch.load(\n    'b.pt',\n)\n", encoding="utf-8")
+    other = "other = torch.cuda.amp.GradScaler(\n    init_scale=2.0,\n)\n"
+    (tmp_path / "pkg" / "bad.py").write_text(BAD + other, encoding="utf-8")
     (tmp_path / "nb.ipynb").write_text(json.dumps(NOTEBOOK), encoding="utf-8")
     return tmp_path
 
@@ -35,11 +36,11 @@ def test_json_lists_every_finding_with_positions(project):
     items = json.loads(result.out)
     assert [(i["path"], i["cell"], i["line"], i["column"], i["end_line"]) for i in items] == [
         ("nb.ipynb", 1, 3, 5, 3),  # nbqa's numbering: code cells only
-        ("pkg/bad.py", None, 2, 9, 2),
+        ("pkg/bad.py", None, 2, 10, 2),
         ("pkg/bad.py", None, 3, 9, 5),
     ]
-    assert {i["code"] for i in items} == {"TDV201"}
-    assert items[1]["name"] == "torch-load-without-map-location"
+    assert {i["code"] for i in items} == {"TDV701"}
+    assert items[1]["name"] == "deprecated-amp-api"
     assert items[1]["fixable"] is True and items[0]["fixable"] is True  # code cells are fixed too
 
 
@@ -50,10 +51,11 @@ def test_json_for_a_clean_tree_is_an_empty_list(tmp_path):
 
 def test_github_annotations(project):
     lines = run_cli("--format", "github", ".", cwd=project).out.splitlines()
-    message = RULES_BY_CODE["TDV201"].MESSAGE
-    assert lines[1] == f"::warning file=pkg/bad.py,line=2,col=9,endLine=2,endColumn=30,title=TDV201::{message}"
+    new = 'torch.amp.GradScaler("cuda", ...)'
+    message = RULES_BY_CODE["TDV701"].MESSAGE.format(device="cuda", name="GradScaler", new=new)
+    assert lines[1] == f"::warning file=pkg/bad.py,line=2,col=10,endLine=2,endColumn=37,title=TDV701::{message}"
     # the notebook's own line (this one is a single line of JSON), then the cell's position
-    assert lines[0].startswith("::warning file=nb.ipynb,line=1,title=TDV201::cell 1, line 3, col 5: ")
+    assert lines[0].startswith("::warning file=nb.ipynb,line=1,title=TDV701::cell 1, line 3, col 5: ")
     assert len(lines) == 3
 
 

@@ -34,12 +34,12 @@ def _lint(tmp_path, text, *args):
 def test_cells_magics_and_numbering(tmp_path):
     text = _notebook(
         _cell(["import torch as th\n", "!pip install torch\n", "%load_ext autoreload"]),
-        _cell("Some *markdown* with th.load(x)", kind="markdown"),
-        _cell(["files = !ls *.pt\n", "th.load?\n", "for f in files:\n", "    %time th.load(f)\n",
-               "    state = th.load(f)"]),
-        _cell(["%%bash\n", "python -c 'import torch; torch.load(1)'"]),
-        _cell(["%%time\n", "state = th.load('a.pt')  # noqa: TDV201\n", "again = th.load('a.pt')"]),
-        _cell("w = th.load('b.pt', map_location='cpu')"),  # source as one string
+        _cell("Some *markdown* with th.cuda.amp.GradScaler()", kind="markdown"),
+        _cell(["files = !ls *.pt\n", "th.cuda.amp.GradScaler?\n", "for f in files:\n",
+               "    %time th.cuda.amp.GradScaler()\n", "    state = th.cuda.amp.GradScaler()"]),
+        _cell(["%%bash\n", "python -c 'import torch; torch.cuda.amp.GradScaler()'"]),
+        _cell(["%%time\n", "state = th.cuda.amp.GradScaler()  # noqa: TDV701\n", "again = th.cuda.amp.GradScaler()"]),
+        _cell("w = th.amp.GradScaler('cuda')"),  # source as one string
     )
     result = _lint(tmp_path, text)
     assert result.code == 1 and result.err == ""
@@ -63,16 +63,16 @@ def test_not_a_notebook_is_a_one_line_io_error(tmp_path):
 
 
 def test_notebook_from_stdin(tmp_path):
-    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
+    text = _notebook(_cell(["import torch\n", "torch.cuda.amp.GradScaler()"]))
     result = run_cli("-", "--stdin-filename", "analysis.ipynb", cwd=tmp_path, stdin=text.encode())
-    assert result.out.startswith("analysis.ipynb:cell_1:2:1: TDV201 ")
+    assert result.out.startswith("analysis.ipynb:cell_1:2:1: TDV701 ")
 
 
 FIXABLE = [
-    _cell("# Title\nwith torch.load(x) in prose", kind="markdown"),
-    _cell(["import torch\n", "!pip install torch\n", "a = torch.load('a')  # caf\u00e9\n", "%time b = 1"]),
-    _cell(["%%bash\n", "python -c 'torch.load(1)'"]),
-    _cell("c = torch.load('c')\nd = 2"),  # source as one string
+    _cell("# Title\nwith torch.cuda.amp.GradScaler() in prose", kind="markdown"),
+    _cell(["import torch\n", "!pip install torch\n", "a = torch.cuda.amp.GradScaler()  # caf\u00e9\n", "%time b = 1"]),
+    _cell(["%%bash\n", "python -c 'torch.cuda.amp.GradScaler()'"]),
+    _cell("c = torch.cuda.amp.GradScaler()\nd = 2"),  # source as one string
 ]
 
 
@@ -91,11 +91,11 @@ def test_fix_rewrites_only_the_fixed_lines_of_code_cells(tmp_path):
     fixed = (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
     changed = [(a, b) for a, b in zip(text.splitlines(), fixed.splitlines()) if a != b]
     assert len(text.splitlines()) == len(fixed.splitlines()) and len(changed) == 2
-    assert changed[0][1].strip() == '"a = torch.load(\'a\', map_location=\\"cpu\\")  # caf\u00e9\\n",'
+    assert changed[0][1].strip() == '"a = torch.amp.GradScaler(\\"cuda\\")  # caf\u00e9\\n",'
     assert _without_sources(fixed) == _without_sources(text)  # outputs, metadata, magics untouched
     sources = ["".join(c["source"]) for c in json.loads(fixed)["cells"]]
     assert sources[1].startswith("import torch\n!pip install torch\n") and sources[1].endswith("%time b = 1")
-    assert sources[3] == "c = torch.load('c', map_location=\"cpu\")\nd = 2"
+    assert sources[3] == "c = torch.amp.GradScaler(\"cuda\")\nd = 2"
     again = _lint(tmp_path, fixed, "--fix")
     assert (again.code, again.out, again.err) == (0, "", "")
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == fixed
@@ -106,33 +106,33 @@ def test_diff_shows_the_notebook_change_and_writes_nothing(tmp_path):
     result = _lint(tmp_path, text, "--diff")
     assert result.code == 1 and result.err == ""
     assert result.out.startswith("--- a/nb.ipynb\n+++ b/nb.ipynb\n")
-    assert result.out.count("\n+ ") == 2 and 'map_location=\\"cpu\\"' in result.out
+    assert result.out.count("\n+ ") == 2 and 'torch.amp.GradScaler(\\"cuda\\")' in result.out
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == text
 
 
 def test_fix_of_a_notebook_from_stdin_writes_it_to_stdout(tmp_path):
-    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
+    text = _notebook(_cell(["import torch\n", "torch.cuda.amp.GradScaler()"]))
     result = run_cli("--fix", "-", "--stdin-filename", "nb.ipynb", cwd=tmp_path, stdin=text.encode())
     assert result.code == 0
-    assert json.loads(result.out)["cells"][0]["source"][1] == "torch.load('x', map_location=\"cpu\")"
+    assert json.loads(result.out)["cells"][0]["source"][1] == 'torch.amp.GradScaler("cuda")'
 
 
 def test_a_read_only_notebook_is_not_fixed(tmp_path):
-    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
+    text = _notebook(_cell(["import torch\n", "torch.cuda.amp.GradScaler()"]))
     (tmp_path / "nb.ipynb").write_text(text, encoding="utf-8")
     (tmp_path / "nb.ipynb").chmod(0o444)
     result = run_cli("--fix", "nb.ipynb", cwd=tmp_path)
     assert (result.code, result.err_lines) == (2, ["torchdevice: nb.ipynb: not fixed: the file is read-only"])
-    assert result.out.startswith("nb.ipynb:cell_1:2:1: TDV201")
+    assert result.out.startswith("nb.ipynb:cell_1:2:1: TDV701")
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == text
 
 
 def test_a_broken_cell_does_not_hide_the_other_cells(tmp_path):
     text = _notebook(
-        _cell(["import torch\n", "a = torch.load('a')"]),
-        _cell(["def broken(:\n", "    torch.load('b')"]),
+        _cell(["import torch\n", "a = torch.cuda.amp.GradScaler()"]),
+        _cell(["def broken(:\n", "    torch.cuda.amp.GradScaler()"]),
         _cell("note", kind="markdown"),
-        _cell(["c = torch.load('c')"]),  # uses the import of cell 1
+        _cell(["c = torch.cuda.amp.GradScaler()"]),  # uses the import of cell 1
     )
     result = _lint(tmp_path, text)
     assert result.code == 1
@@ -147,11 +147,11 @@ def test_locations_and_cell_numbers_equal_nbqa_flake8s(tmp_path):
         pytest.skip("nbqa is not installed (it is in the test extras)")
     text = _notebook(
         _cell("# Title", kind="markdown"),
-        _cell(["import torch\n", "first = torch.load('a')\n"]),
+        _cell(["import torch\n", "first = torch.cuda.amp.GradScaler()\n"]),
         _cell("text", kind="raw"),
         _cell(["%%bash\n", "echo hi\n"]),
         _cell("more *markdown*", kind="markdown"),
-        _cell(["x = 1\n", "\n", "second = torch.load('b')\n"]),
+        _cell(["x = 1\n", "\n", "second = torch.cuda.amp.GradScaler()\n"]),
     )
     (tmp_path / "nb.ipynb").write_text(text, encoding="utf-8")
     env = {**os.environ, "PATH": f"{nbqa.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -164,7 +164,7 @@ def test_locations_and_cell_numbers_equal_nbqa_flake8s(tmp_path):
 
 
 def test_directory_walk_finds_notebooks_but_skips_checkpoints(tmp_path):
-    text = _notebook(_cell(["import torch\n", "torch.load('x')"]))
+    text = _notebook(_cell(["import torch\n", "torch.cuda.amp.GradScaler()"]))
     (tmp_path / ".ipynb_checkpoints").mkdir()
     (tmp_path / ".ipynb_checkpoints" / "nb-checkpoint.ipynb").write_text(text, encoding="utf-8")
     (tmp_path / "nb.ipynb").write_text(text, encoding="utf-8")

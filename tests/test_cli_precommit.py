@@ -65,7 +65,7 @@ def test_both_hooks_through_try_repo(tmp_path):
     (target / "bad.py").write_text(BAD, encoding="utf-8")
     (target / "good.py").write_text(GOOD, encoding="utf-8")
     notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                           "source": ["import torch\n", "!nvidia-smi\n", "w = torch.load('w.pt')"]}],
+                           "source": ["import torch\n", "!nvidia-smi\n", "w = torch.cuda.amp.GradScaler()"]}],
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (target / "nb.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
     _git("init", "-q", ".", cwd=target)
@@ -76,8 +76,8 @@ def test_both_hooks_through_try_repo(tmp_path):
     assert failing.returncode == 1, output
     assert "Traceback" not in output
     assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Failed"
-    assert output.count("bad.py:2:9: TDV201") == 2  # once per hook
-    assert output.count("nb.ipynb:cell_1:3:5: TDV201") == 1  # only the standalone hook reads notebooks
+    assert output.count("bad.py:2:10: TDV701") == 2  # once per hook
+    assert output.count("nb.ipynb:cell_1:3:5: TDV701") == 1  # only the standalone hook reads notebooks
     assert "good.py" not in output
 
     (target / "bad.py").write_text(GOOD, encoding="utf-8")
@@ -129,4 +129,4 @@ def test_the_readme_config_with_a_clone_path_and_a_commit_sha(tmp_path):
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert _status(output, "torchdevice") == "Failed"
-    assert "bad.py:2:9: TDV201" in output
+    assert "bad.py:2:10: TDV701" in output

@@ -19,7 +19,7 @@ import warnings
 import pytest
 
 from cli_support import SCRIPT, run_cli
-from corpus_support import torch_corpus
+from corpus_support import CORPUS_RULES, torch_corpus
 from fixture_cases import all_cases
 from flake8_torchdevice import files
 from flake8_torchdevice.engine import check_source
@@ -31,10 +31,10 @@ from flake8_torchdevice.rules import ALL_RULES
 DEFAULT_RULES = [rule for rule in ALL_RULES if rule.DEFAULT_ENABLED]
 
 
-def _findings(source: str):
-    """What the CLI hands the fixer by default: the findings of the rules on
-    by default, minus ``# noqa``."""
-    return filter_noqa(source, check_source(source, rules=DEFAULT_RULES, strict=True).violations)
+def _findings(source: str, rules=DEFAULT_RULES):
+    """What the CLI hands the fixer: the findings of the selected rules (by
+    default those on by default), minus ``# noqa``."""
+    return filter_noqa(source, check_source(source, rules=rules, strict=True).violations)
 
 
 def _parse(text: str) -> None:
@@ -57,9 +57,11 @@ def _changed_lines_outside(source: str, fixed: str, spans) -> list:
     return outside
 
 
-def check_fix(source: str, unsafe: bool) -> int:
-    """Fix ``source`` as the CLI does and check the promises; returns the number applied."""
-    before = _findings(source)
+def check_fix(source: str, unsafe: bool, rules=CORPUS_RULES) -> int:
+    """Fix ``source`` as the CLI does with ``rules`` selected (by default the
+    rules on by default and the opt-in TDV101 and TDV201, as over the torch
+    corpus) and check the promises; returns the number applied."""
+    before = _findings(source, rules)
     fixable = [v for v in before if can_fix(v.code, unsafe)]
     fixed, applied = fix_source_counted(source, before, unsafe)
     if not applied:
@@ -67,7 +69,7 @@ def check_fix(source: str, unsafe: bool) -> int:
         return 0
     _parse(fixed)
     assert _changed_lines_outside(source, fixed, [(v.line, v.end_line or v.line) for v in fixable]) == []
-    after = _findings(fixed)
+    after = _findings(fixed, rules)
     assert len([v for v in after if can_fix(v.code, unsafe)]) == len(fixable) - applied
     assert fix_source_counted(fixed, after, unsafe) == (fixed, 0)  # a second run is a no-op
     return applied
@@ -90,7 +92,7 @@ def test_every_torch_file_with_a_fixable_finding(unsafe):
 
 # -- atomic writes ------------------------------------------------------------------
 
-BAD = 'import torch\n\nstate = torch.load("ckpt.pt")\n'
+BAD = "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"  # TDV701, on by default, a safe fix
 
 
 class _HalfThenFail:
@@ -159,9 +161,9 @@ def test_cli_fix_with_a_full_disk_is_one_line_and_keeps_the_file(tmp_path, monke
 def test_killing_the_cli_during_fix_never_leaves_a_partial_file(tmp_path):
     """SIGKILL at spread-out moments of a real ``--fix`` run: the file is
     always the whole original or the whole fixed text."""
-    body = "".join(f"def f{i}(p):\n    return torch.load(p)\n\n\n" for i in range(1000))
+    body = "".join(f"def f{i}():\n    return torch.cuda.amp.GradScaler()\n\n\n" for i in range(1000))
     original = ("import torch\n\n\n" + body).encode()
-    fixed = original.replace(b"torch.load(p)", b'torch.load(p, map_location="cpu")')
+    fixed = original.replace(b"torch.cuda.amp.GradScaler()", b'torch.amp.GradScaler("cuda")')
     target = tmp_path / "big.py"
     target.write_bytes(original)
     start = time.monotonic()

@@ -6,7 +6,7 @@ import re
 
 from flake8_torchdevice import __version__
 
-BAD = "import torch\n\nstate = torch.load('ckpt.pt')\n"
+BAD = "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"  # TDV701, on by default
 
 
 def _write(tmp_path, text, name="train.py"):
@@ -19,9 +19,9 @@ def test_on_by_default_and_column_points_at_the_call(tmp_path, flake8):
     path = _write(tmp_path, BAD)
     result = flake8("--isolated", str(path))
     assert result.returncode == 1
-    assert f"{path}:3:9: TDV201 torch.load() without map_location" in result.stdout
-    # flake8 prints col + 1: column 9 is the "t" of torch.load.
-    assert BAD.splitlines()[2][8:].startswith("torch.load(")
+    assert f"{path}:3:10: TDV701 torch.cuda.amp.GradScaler is deprecated" in result.stdout
+    # flake8 prints col + 1: column 10 is the "t" of torch.cuda.amp.GradScaler.
+    assert BAD.splitlines()[2][9:].startswith("torch.cuda.amp.GradScaler(")
 
 
 def test_select_e_drops_tdv_and_extend_select_restores_it(tmp_path, flake8):
@@ -29,38 +29,41 @@ def test_select_e_drops_tdv_and_extend_select_restores_it(tmp_path, flake8):
     dropped = flake8("--isolated", "--select=E", str(path))
     assert dropped.returncode == 0 and "TDV" not in dropped.stdout
     restored = flake8("--isolated", "--select=E", "--extend-select=TDV", str(path))
-    assert restored.returncode == 1 and "TDV201" in restored.stdout
+    assert restored.returncode == 1 and "TDV701" in restored.stdout
 
 
 def test_noqa_with_the_code_silences_only_that_code(tmp_path, flake8):
-    text = "import torch\nimport os\nstate = torch.load('a')  # noqa: TDV201\nother = torch.load('b')  # noqa: E501\n"
+    text = (
+        "import torch\nimport os\nstate = torch.cuda.amp.GradScaler()  # noqa: TDV701\n"
+        "other = torch.cuda.amp.GradScaler()  # noqa: E501\n"
+    )
     path = _write(tmp_path, text)
     result = flake8("--isolated", "--select=TDV,F", str(path))
     codes = re.findall(r":(\d+):\d+: (\w+)", result.stdout)
-    assert ("4", "TDV201") in codes
-    assert ("3", "TDV201") not in codes
+    assert ("4", "TDV701") in codes
+    assert ("3", "TDV701") not in codes
     assert ("2", "F401") in codes
 
 
 def test_multiline_call_is_reported_on_its_first_line(tmp_path, flake8):
     text = (
-        "import torch\nstate = torch.load(  # noqa: TDV201\n    'a',\n    weights_only=True,\n)\n"
-        "x = torch.load(\n    'b',\n)\n"
+        "import torch\nstate = torch.cuda.amp.GradScaler(  # noqa: TDV701\n    2.0,\n    enabled=True,\n)\n"
+        "x = torch.cuda.amp.GradScaler(\n    2.0,\n)\n"
     )
     result = flake8("--isolated", "--select=TDV", str(_write(tmp_path, text)))
-    assert re.findall(r":(\d+):(\d+): TDV201", result.stdout) == [("6", "5")]
+    assert re.findall(r":(\d+):(\d+): TDV701", result.stdout) == [("6", "5")]
 
 
 def test_stdin_with_display_name(flake8):
     result = flake8("--isolated", "--select=TDV", "-", "--stdin-display-name", "editor/buffer.py", input=BAD)
     assert result.returncode == 1
-    assert result.stdout.startswith("editor/buffer.py:3:9: TDV201")
+    assert result.stdout.startswith("editor/buffer.py:3:10: TDV701")
 
 
 def test_stdin_is_what_is_checked_not_the_file_on_disk(tmp_path, flake8):
     on_disk = _write(tmp_path, "x = 1\n")
     result = flake8("--isolated", "--select=TDV", "-", "--stdin-display-name", str(on_disk), input=BAD)
-    assert "TDV201" in result.stdout
+    assert "TDV701" in result.stdout
 
 
 def test_syntax_error_gives_e999_and_no_traceback(tmp_path, flake8):
@@ -76,6 +79,21 @@ def test_version_lists_the_plugin(flake8):
 
 
 def test_clean_file_exits_zero(tmp_path, flake8):
-    path = _write(tmp_path, "import torch\nstate = torch.load('a', map_location='cpu')\n")
+    path = _write(tmp_path, "import torch\nscaler = torch.amp.GradScaler('cuda')\n")
     result = flake8("--isolated", "--select=TDV", str(path))
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_tdv101_and_tdv201_run_only_when_named(tmp_path, flake8):
+    """Opt-in for their held-out precision (docs/precision.md): ``TDV`` keeps them off."""
+    text = (
+        "import torch\nstate = torch.load('a')\n"  # TDV201
+        "device = torch.device('cpu')\nx = torch.zeros(1).cuda()\ny = x.to(device)\n"  # TDV101 on line 4
+    )
+    path = _write(tmp_path, text)
+    for options in ([], ["--select=TDV"], ["--extend-select=TDV"], ["--select=TDV1,TDV2"]):
+        result = flake8("--isolated", *options, str(path))
+        assert (result.returncode, result.stdout) == (0, ""), options
+    named = flake8("--isolated", "--extend-select=TDV101,TDV201", str(path))
+    assert named.returncode == 1
+    assert re.findall(r":(\d+):(\d+): (TDV\d+)", named.stdout) == [("2", "9", "TDV201"), ("4", "5", "TDV101")]

@@ -4,11 +4,13 @@ real ``flake8`` command, and the ``torchdevice`` command.
 
 Each case states the exact TDV201 positions (line, 1-based column as both
 commands print them), so newline, BOM, tab and encoding handling is checked
-to the column, not just "does not crash".
+to the column, not just "does not crash". TDV201 is opt-in (its precision,
+docs/precision.md), so the plugin and both commands are run with it selected.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import io
 import re
@@ -23,6 +25,9 @@ from cli_support import run_process
 from conftest import run_flake8
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.plugin import TorchDeviceChecker
+
+# What every front end is given: the plugin's own rules plus the opt-in TDV201.
+EXTEND_SELECT = "TDV201"
 
 # CPU seconds one engine call may take on one hostile input (the slowest,
 # 1000 nested conditional expressions, takes ~2 s; CPU time, so a loaded
@@ -192,12 +197,21 @@ def test_engine_given_a_bom_in_the_text():
     assert (result.error, _positions(result.violations)) == (None, {(1, 23)})
 
 
+@pytest.fixture
+def plugin_with_tdv201(monkeypatch):
+    """The plugin as flake8 sets it up under ``--extend-select=TDV201`` (restored afterwards)."""
+    monkeypatch.setattr(TorchDeviceChecker, "_rules", TorchDeviceChecker._rules)
+    TorchDeviceChecker.parse_options(argparse.Namespace(select=None, extend_select=[EXTEND_SELECT]))
+    assert "TDV201" in {rule.CODE for rule in TorchDeviceChecker._rules}
+    return TorchDeviceChecker
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if not c.e999], ids=lambda c: c.name)
-def test_plugin_with_flake8s_tree(case):
+def test_plugin_with_flake8s_tree(case, plugin_with_tdv201):
     """What flake8 hands the plugin: its ast tree and the decoded lines."""
     text = _text(case.data).removeprefix("\ufeff")
     lines = io.StringIO(text, newline=None).readlines()  # universal newlines, as flake8 reads files
-    checker = TorchDeviceChecker(ast.parse("".join(lines)), lines)
+    checker = plugin_with_tdv201(ast.parse("".join(lines)), lines)
     found = {(line, col + 1) for line, col, message, _ in checker.run() if message.startswith("TDV201")}
     if case.or_problem and not found:
         return  # the engine gave up with its message (checked in test_engine)
@@ -230,7 +244,7 @@ def test_flake8(hostile_dir):
     # one option: a repeated --extend-exclude keeps only its last value
     skipped = "--extend-exclude=" + ",".join(f"{c.name}.py" for c in CASES if not c.under_flake8)
     start = time.monotonic()
-    result = run_flake8("--isolated", "--select=TDV,E999", "-j1", skipped, str(hostile_dir))
+    result = run_flake8("--isolated", f"--select=TDV,{EXTEND_SELECT},E999", "-j1", skipped, str(hostile_dir))
     assert time.monotonic() - start < 300
     assert result.returncode == 1 and result.stderr == "", result.stderr
     found = _by_file(result.stdout)
@@ -261,7 +275,7 @@ def test_flake8_on_a_nul_byte(tmp_path):
 @pytest.mark.slow
 def test_cli(hostile_dir):
     start = time.monotonic()
-    result = run_process("--isolated", "-j1", ".", cwd=hostile_dir, timeout=300)
+    result = run_process("--isolated", "--extend-select", EXTEND_SELECT, "-j1", ".", cwd=hostile_dir, timeout=300)
     assert time.monotonic() - start < 300
     out, err = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 2, err  # 2: the non-UTF-8 file cannot be decoded
@@ -297,7 +311,7 @@ DEEP = {
 
 
 @pytest.mark.parametrize("form", sorted(DEEP))
-def test_deep_nesting_never_raises(form):
+def test_deep_nesting_never_raises(form, plugin_with_tdv201):
     source = "import torch\nx = " + DEEP[form] + "\n"
     start = time.process_time()
     result = check_source(source, strict=True)
@@ -314,7 +328,7 @@ def test_deep_nesting_never_raises(form):
         tree = ast.parse(source)
     except (SyntaxError, RecursionError):
         return  # flake8 reports E999 and never calls the plugin
-    list(TorchDeviceChecker(tree, source.splitlines(keepends=True)).run())
+    list(plugin_with_tdv201(tree, source.splitlines(keepends=True)).run())
 
 
 @pytest.mark.slow

@@ -16,7 +16,10 @@ import pytest
 LOADED = "'libcst._nodes.expression' in sys.modules"
 
 PLAIN = "import os\n\n\ndef f(x):\n    return os.path.join(x, 'a')\n"
-TRIGGERED = "import torch\n\n\ndef f(path):\n    return torch.load(path)\n"
+TRIGGERED = "import torch\n\n\ndef f():\n    return torch.cuda.amp.GradScaler()\n"  # TDV701, on by default
+# Words only an opt-in rule needs (TDV201's ``load``) parse nothing unless it is selected.
+OPT_IN_ONLY = "import torch\n\n\ndef f(path):\n    return torch.load(path)\n"
+CASES = [("plain.py", PLAIN, False), ("uses.py", TRIGGERED, True), ("loads.py", OPT_IN_ONLY, False)]
 
 
 def run_python(code: str, *files: tuple[str, str], tmp_path) -> dict:
@@ -41,11 +44,12 @@ FLAKE8 = """
 """
 
 
-@pytest.mark.parametrize("name, text, loaded", [("plain.py", PLAIN, False), ("uses.py", TRIGGERED, True)])
+@pytest.mark.parametrize("name, text, loaded", CASES)
 def test_flake8_loads_libcst_only_for_a_triggered_file(tmp_path, name, text, loaded):
     result = run_python(FLAKE8.format(name=name, loaded=LOADED), (name, text), tmp_path=tmp_path)
     assert result["loaded"] is loaded
-    assert ("TDV201" in result["output"]) is loaded
+    assert ("TDV701" in result["output"]) is loaded
+    assert ("TDV" in result["output"]) is loaded
 
 
 CLI = """
@@ -58,12 +62,13 @@ CLI = """
 """
 
 
-@pytest.mark.parametrize("name, text, loaded", [("plain.py", PLAIN, False), ("uses.py", TRIGGERED, True)])
+@pytest.mark.parametrize("name, text, loaded", CASES)
 def test_cli_loads_libcst_only_for_a_triggered_file(tmp_path, name, text, loaded):
     result = run_python(CLI.format(name=name, loaded=LOADED), (name, text), tmp_path=tmp_path)
     assert result["loaded"] is loaded
     assert result["code"] == (1 if loaded else 0)
-    assert ("TDV201" in result["output"]) is loaded
+    assert ("TDV701" in result["output"]) is loaded
+    assert ("TDV" in result["output"]) is loaded
 
 
 def test_the_lazy_module_is_the_one_shared_copy(tmp_path):

@@ -110,7 +110,7 @@ def _expected(codes_off: set) -> set:
 def project(tmp_path):
     """What the CLI block's commands name: src/, train.py, nb.ipynb."""
     (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "model.py").write_text("import os\n" + BAD, encoding="utf-8")  # F401 and TDV201
+    (tmp_path / "src" / "model.py").write_text("import os\n" + BAD, encoding="utf-8")  # F401 and TDV701
     (tmp_path / "train.py").write_text(BAD, encoding="utf-8")
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": [BAD]}
     notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
@@ -149,9 +149,9 @@ def test_flake8_block_in_a_project(project):
     everything, only_tdv = _flake8_commands()
     result = _run(everything, project)
     codes = set(re.findall(r": ([A-Z]+\d+) ", result.stdout))
-    assert {"F401", "TDV201"} <= codes, result.stdout  # TDV on by default, next to flake8's own
+    assert {"F401", "TDV701"} <= codes, result.stdout  # TDV on by default, next to flake8's own
     result = _run(only_tdv, project)
-    assert result.returncode == 1 and set(re.findall(r": ([A-Z]+\d+) ", result.stdout)) == {"TDV201"}, result.stdout
+    assert result.returncode == 1 and set(re.findall(r": ([A-Z]+\d+) ", result.stdout)) == {"TDV701"}, result.stdout
 
 
 def _cli_commands() -> list[str]:
