@@ -453,7 +453,7 @@ class _Analysis:
         base = self.ev(expr.value, env)
         for element in expr.slice:
             if isinstance(element.slice, cst.Index):
-                self.ev(element.slice.value, env)
+                self.index_with(expr, base, self.ev(element.slice.value, env))
             else:
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
                     if part is not None:
@@ -470,6 +470,15 @@ class _Analysis:
         if base.kind == CPU and not base.label.startswith("torch.load"):
             return base.derived(zero=True)  # counts[j]: maybe one element
         return None
+
+    def index_with(self, expr, base: Optional[Value], index: Optional[Value]) -> None:
+        """``cpu_values[placed_indices]``: torch takes indices on the CPU or on
+        the indexed tensor's device, so only this way round fails."""
+        if base is None or index is None or self.mute:
+            return
+        if base.kind == CPU and not base.zero and index.kind == PLACED:
+            if not (base.factory and index.param):  # TDV502 reports a factory meeting an input
+                self.flow.meets.append(Meet(expr, base, index, self.index))
 
     def comprehension(self, expr, env: dict) -> None:
         local = dict(env)

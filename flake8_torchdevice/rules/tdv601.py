@@ -20,7 +20,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       module, results of ops on placed values;
     - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
-      `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`.
+      `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
+      and a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`).
 
     ## Why is this bad?
     Torch never moves tensors implicitly. A model moved to the GPU and fed a tensor built on
@@ -51,7 +52,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`);
     - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`, `if not torch.cuda.is_available()`, the `else` of a CUDA check);
     - a factory without `device=` meeting a value derived from a function's inputs: TDV502 reports that;
-    - a loader element left on the CPU while its sibling was moved: TDV602 reports that.
+    - a loader element left on the CPU while its sibling was moved: TDV602 reports that;
+    - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU.
 
     ## The error torch raises
     On a GPU machine:
@@ -60,11 +62,19 @@ class CpuMeetsPlaced(FlowReports, Rule):
     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
     ```
 
+    and, for a CPU tensor indexed by a CUDA one:
+
+    ```
+    RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)
+    ```
+
     On a CPU machine, with the meta device standing in for the GPU:
 
     ```
     RuntimeError: Tensor on device meta is not on the expected device cpu!
     ```
+
+    (The meta device accepts a CPU tensor indexed by a meta one: that case is proven on a GPU only.)
     """
 
     CODE = "TDV601"
