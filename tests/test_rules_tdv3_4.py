@@ -211,6 +211,13 @@ def test_a_name_carries_a_literal_to_a_device_position(body, expected):
     assert found(HEAD + body) == expected
 
 
+@pytest.mark.parametrize("hops, expected", [(5, [(3, "TDV401")]), (40, []), (3000, [])])
+def test_a_long_chain_of_names_is_unknown_not_an_error(hops, expected):
+    chain = "".join(f"    v{i + 1} = v{i}\n" for i in range(hops))
+    source = f"import torch\ndef f(x):\n    v0 = 'cuda:1'\n{chain}    return x.to(v{hops})\n"
+    assert found(source) == expected == [(line, code) for line, _, code in _positions(source, RULES, full=True)]
+
+
 def test_the_message_says_which_name_carries_the_literal():
     result = check_source("import torch\ndef f(x):\n    gpu = 1\n    return x.cuda(gpu)\n", rules=RULES, strict=True)
     [violation] = result.violations

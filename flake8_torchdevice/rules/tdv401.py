@@ -62,7 +62,9 @@ INT, DEVICE, MAPPED = "int", "device", "mapped"
 _DEVICE_POSITION = frozenset({INT, DEVICE})
 _LOCATION_POSITION = frozenset({DEVICE, MAPPED})
 _INDEX = frozenset({INT})
-_COMPREHENSIONS = ("ListComp", "SetComp", "DictComp", "GeneratorExp")
+# Names followed from a use to a literal (``a = "cuda:1"; b = a; ...``); a
+# longer chain is unknown, and the recursion stays shallow.
+_MAX_HOPS = 32
 
 
 class _Literal:
@@ -521,7 +523,7 @@ class HardCodedOrdinal(Rule):
         ``scope``, brings where it is read: its binding's literals and, in
         turn, the names that binding reads."""
         binding, crossed = self._binding(scope, ref)
-        if binding is None or binding.value is None or id(binding) in seen:
+        if binding is None or binding.value is None or id(binding) in seen or len(seen) >= _MAX_HOPS:
             return
         exempt = exempt or binding.exempt
         found_kinds = [(found, found.kind, exempt or found.exempt) for found in binding.value.literals
@@ -613,7 +615,8 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
       (`t.device == torch.device("cuda", 1)`); `device=` of a call that is not torch's;
     - `"cuda"`, ordinals computed at run time (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`);
     - a name that is not bound exactly once by a plain assignment in its scope
-      (a parameter, a loop variable, a name assigned in two branches): its value is
+      (a parameter, a loop variable, a name assigned in two branches; a chain of more
+      than 32 names): its value is
       unknown; a local of another function;
     - from a function, a module-level name bound to a bare int or an f-string
       (`GPU = 1`): followed in module code only (the engine may not read module code
