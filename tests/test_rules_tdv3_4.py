@@ -14,7 +14,6 @@ import time
 
 import pytest
 
-from fixture_cases import FIXTURES
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import RULES_BY_CODE
 from flake8_torchdevice import words
@@ -106,17 +105,23 @@ def test_a_construction_in_another_function_is_unknown():
 @pytest.mark.parametrize(
     "expr, code",
     [
-        ('"cuda:0"', "TDV402"),
-        ('"cuda:1"', "TDV401"),
-        ('"cuda:12"', "TDV401"),
-        ("torch.device('cuda', 0)", "TDV402"),
-        ("torch.device('cuda', 3)", "TDV401"),
+        ('x.to("cuda:0")', "TDV402"),
+        ('x.to("cuda:1")', "TDV401"),
+        ('x.to(device="cuda:12")', "TDV401"),
+        ("x.to(torch.device('cuda', 0))", "TDV402"),
+        ("torch.ones(1, device=torch.device('cuda', 3))", "TDV401"),
         ("x.cuda(0)", "TDV402"),
         ("x.cuda(1)", "TDV401"),
         ("torch.cuda.set_device(0)", "TDV402"),
         ("torch.cuda.set_device(1)", "TDV401"),
         ("torch.ones(1, device=0)", "TDV402"),
         ("torch.ones(1, device=1)", "TDV401"),
+        ("torch.load(x, map_location='cuda:1')", "TDV401"),
+        ("torch.load(x, 'cuda:0')", "TDV402"),
+        ("torch.load(x, map_location={'cuda:1': 'cuda:0'})", "TDV402"),  # the value, not the key
+        ('x.to(f"{x.device.type}:1")', "TDV401"),
+        ('x.new_empty(2, device="cuda:1")', "TDV401"),
+        ('torch.set_default_device("cuda:0")', "TDV402"),
     ],
 )
 def test_ordinal_zero_is_tdv402_only_and_higher_is_tdv401_only(expr, code):
@@ -126,22 +131,149 @@ def test_ordinal_zero_is_tdv402_only_and_higher_is_tdv401_only(expr, code):
 @pytest.mark.parametrize(
     "expr",
     [
-        'f"cuda:{rank}"',
-        "torch.device('cuda', rank)",
+        'x.to(f"cuda:{rank}")',
+        "x.to(torch.device('cuda', rank))",
         "x.cuda(rank)",
         "x.to(rank)",
         "torch.cuda.set_device(rank)",
         "x.cuda(-1)",
         "other.call(device=1)",  # not a torch call
-        "'cuda:1 and more'",
-        "b'cuda:1'",
+        "x.to('cuda:1 and more')",
+        "x.to(b'cuda:1')",
+        "x.to(f'cuda:1{rank}')",
         "x.device == 'cuda:1'",
-        "{'cuda:1': 'cpu'}",
-        "self.assertEqual(x.device, torch.device(1))",
+        "torch.load(x, map_location={'cuda:1': 'cpu'})",
+        "self.assertEqual(x.to('cuda:1').device, torch.device(1))",
+        "torch.load(x, map_location=1)",  # an int is no map_location
+        "torch.device('cuda', 'cuda:1')",
     ],
 )
 def test_run_time_ordinals_and_checks_are_not_reported(expr):
     assert found(f"import torch\n\ndef f(self, x, other, rank):\n    return {expr}\n") == []
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        '"cuda:1"',
+        "torch.device('cuda', 1)",
+        "torch.device(1)",
+        "mock.Mock(device=torch.device('cuda', 1))",
+        "pytest.param(x, id='cuda:1')",
+        "{'device': 'cuda:1'}",
+        "identity('cuda:1')",
+        "[x.to(d) for d in ('cuda:1',)]",
+        "str(torch.device('cuda:1'))",
+    ],
+)
+def test_a_device_that_only_travels_as_data_selects_nothing(expr):
+    assert found(f"import torch\n\ndef f(x, mock, pytest, identity):\n    return {expr}\n") == []
+
+
+HEAD = "import torch\n\ndef f(x, flag, other):\n"
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("    d = 'cuda:1'\n    return x.to(d)\n", [(4, "TDV401")]),
+        ("    d = 0\n    return x.cuda(d)\n", [(4, "TDV402")]),
+        ("    d = 1\n    return torch.device('cuda', d)\n", []),  # a device made, not used
+        ("    d = 1\n    e = torch.device('cuda', d)\n    return torch.ones(1, device=e)\n", [(4, "TDV401")]),
+        ("    d = 1\n    return torch.ones(1, device=torch.device(d))\n", [(4, "TDV401")]),
+        ("    d = 'cuda:1'\n    return torch.device('cuda', d)\n", []),  # a string is no index
+        ("    d = 1\n    return torch.load(x, map_location=d)\n", []),
+        ("    d = {'cpu': 'cuda:1'}\n    return torch.load(x, map_location=d)\n", [(4, "TDV401")]),
+        ("    d = {'cpu': 'cuda:1'}\n    return x.to(d)\n", []),
+        ("    k = 'cuda'\n    d = f'{k}:1'\n    return x.to(d)\n", [(5, "TDV401")]),
+        ("    d = 'cuda:1' if flag else 'cpu'\n    return x.to(d)\n", [(4, "TDV401")]),
+        ("    d = other or 0\n    return x.to(d)\n", [(4, "TDV402")]),
+        ("    a = 'cuda:1'\n    b = a\n    c = b\n    return x.to(c)\n", [(4, "TDV401")]),
+        ("    a = b = 1\n    return x.to(b)\n", [(4, "TDV401")]),
+        ("    d: str = 'cuda:1'\n    return x.to(d)\n", [(4, "TDV401")]),
+        # Conservative: a name bound more than once, or not by a plain assignment, is unknown.
+        ("    d = 'cuda:1'\n    if flag:\n        d = 'cpu'\n    return x.to(d)\n", []),
+        ("    if flag:\n        d = 'cuda:1'\n    else:\n        d = 'cpu'\n    return x.to(d)\n", []),
+        ("    d = 1\n    d += 1\n    return x.to(d)\n", []),
+        ("    d, e = 1, 2\n    return x.to(d)\n", []),
+        ("    d = 1\n    for d in other:\n        pass\n    return x.to(d)\n", []),
+        ("    d = 1\n    with other as d:\n        pass\n    return x.to(d)\n", []),
+        ("    d = 1\n    del d\n    return x.to(d)\n", []),
+        ("    flag = 1\n    return x.to(flag)\n", []),  # a parameter
+        ("    d = 1\n    return [x.to(d) for d in other]\n", []),  # the comprehension's d
+        ("    d = 1\n    return (lambda d: x.to(d))(other)\n", []),
+        ("    a = 'cuda:1'\n    a, b = other\n    return x.to(a)\n", []),
+        ("    a = b = 'cuda:1'\n    b = other\n    return x.to(b)\n", []),
+        ("    d = d\n    return x.to(d)\n", []),  # a cycle
+    ],
+)
+def test_a_name_carries_a_literal_to_a_device_position(body, expected):
+    assert found(HEAD + body) == expected
+
+
+@pytest.mark.parametrize("hops, expected", [(5, [(3, "TDV401")]), (40, []), (3000, [])])
+def test_a_long_chain_of_names_is_unknown_not_an_error(hops, expected):
+    chain = "".join(f"    v{i + 1} = v{i}\n" for i in range(hops))
+    source = f"import torch\ndef f(x):\n    v0 = 'cuda:1'\n{chain}    return x.to(v{hops})\n"
+    assert found(source) == expected == [(line, code) for line, _, code in _positions(source, RULES, full=True)]
+
+
+def test_the_message_says_which_name_carries_the_literal():
+    result = check_source("import torch\ndef f(x):\n    gpu = 1\n    return x.cuda(gpu)\n", rules=RULES, strict=True)
+    [violation] = result.violations
+    assert (violation.line, violation.col) == (3, 10)
+    assert violation.message.endswith("(`gpu` holds it and reaches .cuda())")
+
+
+def test_names_across_scopes():
+    module = "import torch\nDEV = 'cuda:1'\nGPU = 2\nDEVICE = torch.device('cuda', GPU)\n\n"
+    # A module-level constant counts in a function, through other module-level names too.
+    assert found(module + "def f(x):\n    return x.to(DEV), x.to(DEVICE)\n") == [(2, "TDV401"), (3, "TDV401")]
+    # ... and in a method, but not in a class body (its names are the class's).
+    assert found(module + "class A:\n    def f(self, x):\n        return x.to(DEV)\n") == [(2, "TDV401")]
+    shadowed_in_class = "class A:\n    DEV = 'cpu'\n    def f(self, x):\n        return x.to(DEV)\n"
+    assert found(module + shadowed_in_class) == [(2, "TDV401")]
+    assert found(module + "class A:\n    w = torch.ones(1).to(DEV)\n") == []
+    # A local binding, a parameter or a global declaration hides it.
+    assert found(module + "def f(x):\n    DEV = 'cpu'\n    return x.to(DEV)\n") == []
+    assert found(module + "def f(x, DEV):\n    return x.to(DEV)\n") == []
+    assert found(module + "def f(x):\n    global DEV\n    DEV = 'cpu'\n    return x.to(DEV)\n") == []
+    # A name of the enclosing function counts in a nested one.
+    assert found("def f(x):\n    d = 'cuda:1'\n    def g():\n        return x.to(d)\n    return g\n") == [(2, "TDV401")]
+    # A literal in another function is not followed: only its own scope and module code.
+    assert found("def f():\n    d = 'cuda:1'\n    return d\n\ndef g(x, d):\n    return x.to(d)\n") == []
+
+
+def test_a_bare_module_level_int_is_followed_in_module_code_only():
+    """From a function, a module-level binding is followed only when its own
+    statement holds a word the selection keeps module code for (a "cuda:N"
+    string, torch.device(...)): ``GPU = 1`` may be the only module code of a
+    file without one, and then the selective run would never see it."""
+    source = "import torch\nGPU = 1\n\ndef f(x):\n    return x.to(GPU)\n"
+    assert found(source) == [] == _positions(source, RULES, full=True)
+    module_use = "import torch\nGPU = 1\nweights = torch.ones(1).cuda(GPU)\n"
+    assert found(module_use) == [(2, "TDV401")]
+
+
+def test_exempt_where_the_literal_or_its_use_is():
+    guarded_use = (
+        "import torch\nDEV = 'cuda:1'\n\n"
+        "def f(x):\n    if torch.cuda.device_count() > 1:\n        return x.to(DEV)\n    return x\n"
+    )
+    assert found(guarded_use) == []
+    guarded_literal = (
+        "import torch\n\ndef f(x):\n    return x.to(DEV)\n\n"
+        "if torch.cuda.device_count() > 1:\n    DEV = 'cuda:1'\n"
+    )
+    assert found(guarded_literal) == []
+    in_a_test = "import pytest\nimport torch\nDEV = 'cuda:1'\n\ndef test_move(x):\n    assert x.to(DEV).is_cuda\n"
+    assert found(in_a_test) == []
+    checked = "import torch\n\ndef f(self, x):\n    d = 1\n    self.assertTrue(x.cuda(d).is_cuda)\n"
+    assert found(checked) == []
+    ternary_guard = (
+        "import torch\n\ndef f(x):\n    d = 'cuda:1' if torch.cuda.device_count() > 1 else 'cpu'\n    return x.to(d)\n"
+    )
+    assert found(ternary_guard) == []
 
 
 def test_multi_gpu_guards_cover_their_code():
@@ -158,12 +290,14 @@ def test_multi_gpu_guards_cover_their_code():
 
 TRICKY = [
     'import torch\n# a comment line with "cuda:1" first\nx = torch.zeros(1).to(\n    # why\n    1)\n',
-    "import torch\ny = torch.device('cuda',  # the second card\n                 1)\n",
-    'import torch\ns = f("""a\n# not a comment """, "cuda:1")\n',
-    'import torch\ns = "#" + "cuda:1"\nt = \'#\' \\\n    + "cuda:2"\n',
+    "import torch\ny = torch.ones(1, device=torch.device('cuda',  # the second card\n                 1))\n",
+    'import torch\ns = torch.ones(len("""a\n# not a comment """), device="cuda:1")\n',
+    'import torch\ns = torch.ones(1).to("#" and "cuda:1")\nt = torch.ones(1).to(\'#\' \\\n    and "cuda:2")\n',
     "from torch.cuda import set_device as pick\n\ndef f():\n    pick(\n        2)\n",
     "import torch\ndef f(x):\n    return x.cuda(\\\n        (1))\n",
-    "import torch\nd = torch.device(index=1,\n                 type='cuda')\n",
+    "import torch\nd = torch.device(index=1,\n                 type='cuda')\nw = torch.ones(1, device=d)\n",
+    "import torch\nGPU = (\n    1)\nw = torch.ones(1).cuda(GPU)\n",
+    "from torch.cuda import set_device as pick\nDEV = 'cu' \\\n    'da:1'\n\ndef f():\n    pick(DEV)\n",
     "import torch.nn as nn\nfrom torch.nn.parallel import DistributedDataParallel as D\nm = nn.Linear(1, 1)\n"
     "w = D(\n    m, device_ids=[0])\n",
 ]
@@ -198,7 +332,10 @@ def test_word_scan_is_linear_on_long_comment_runs(head):
 
 # -- TDV402 is opt-in, through the real flake8 ----------------------------
 
-BOTH = "import torch\n\nfirst = torch.device('cuda:0')\nsecond = torch.device('cuda:1')\n"
+BOTH = (
+    "import torch\n\nfirst = torch.ones(1, device='cuda:0')\nsecond = torch.device('cuda:1')\n"
+    "third = torch.ones(1, device=second)\n"
+)
 
 
 def _codes(result) -> list[str]:

@@ -7,10 +7,13 @@ from .tdv401 import HardCodedOrdinal
 
 class HardCodedCudaZero(HardCodedOrdinal):
     r"""## What it does
-    The checks of [TDV401](TDV401.md) for ordinal 0: `"cuda:0"`, `torch.device("cuda", 0)`,
-    `torch.device(0)`, `.cuda(0)`, `.to(0)`, `torch.cuda.set_device(0)`, `device=0` in a
-    torch call. The same places are exempt (docstrings, comparisons, dict keys, run-time
-    ordinals, multi-GPU guards).
+    The checks of [TDV401](TDV401.md) for ordinal 0, where it selects a device:
+    `.to("cuda:0")`, `.cuda(0)`, `.to(0)`, `device=torch.device("cuda", 0)`,
+    `map_location="cuda:0"`, `torch.cuda.set_device(0)`, `device=0` in a torch call, an
+    f-string ending in `:0` (`f"{kind}:0"`) -- directly, or through a name bound once in
+    the same function or module code (`device = 0` ... `model.cuda(device)`). The same
+    places are exempt (a device that only travels as data, comparisons, dict keys, run-time
+    ordinals, multi-GPU guards, test code).
 
     **Off by default.** It is an opinion, for teams that want no fixed device in their
     code at all. Turn it on with `extend-select = TDV402` in your flake8 configuration or
@@ -27,12 +30,14 @@ class HardCodedCudaZero(HardCodedOrdinal):
     ## Example
     ```python
     device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    model = model.to(device)
     ```
 
     ## Use instead
     ```python
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
+    model = model.to(device)
     ```
 
     ## Fix safety
@@ -40,7 +45,11 @@ class HardCodedCudaZero(HardCodedOrdinal):
     the current device was set to another GPU.
 
     ## When it does not report
-    The exemptions of [TDV401](TDV401.md): run-time ordinals, docstrings and bare strings, comparisons and assertions, dict keys, multi-GPU guards, and test code.
+    The exemptions of [TDV401](TDV401.md): a device or string that selects nothing (a
+    pytest id, a dict value, a mock's or any other function's argument, a value only
+    compared or returned), names bound more than once or not by a plain assignment,
+    run-time ordinals, docstrings and bare strings, comparisons and assertions,
+    `map_location` dict keys, multi-GPU guards, and test code.
 
     ## The error torch raises
     On one GPU nothing fails: the cost is silent (every process on GPU 0). On a CPU-only
@@ -53,7 +62,7 @@ class HardCodedCudaZero(HardCodedOrdinal):
 
     CODE = "TDV402"
     NAME = "hard-coded-cuda-zero"
-    SUMMARY = 'a literal CUDA ordinal 0 (`"cuda:0"`, `.cuda(0)`, `device=0`)'
+    SUMMARY = 'a literal CUDA ordinal 0 where it selects a device (`.to("cuda:0")`, `.cuda(0)`, `device=0`)'
     MESSAGE = (
         'hard-coded CUDA device 0 puts every process on the first GPU; use "cuda" (the '
         "current device) or a device taken from configuration or LOCAL_RANK"
