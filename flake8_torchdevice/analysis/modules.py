@@ -1,9 +1,12 @@
 """Is a class an ``nn.Module`` (or a torchmetrics ``Metric``)? From its bases,
-under any alias, following classes of the same file to their bases."""
+under any alias, following classes of the same file to their bases. And which
+method of which class a walk is in (``MethodFrames``), for rules that read a
+class through its methods' ``self.<attr>``."""
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from .._lazy import cst
 
@@ -64,3 +67,76 @@ def kind_of_qualified(qualified: str) -> Optional[str]:
     if head.startswith("torchmetrics") and "utilities" not in head:
         return "metric"
     return None
+
+
+@dataclass
+class Method:
+    """The function a walk is in: its name, the name its first parameter gives the
+    instance, and the rule's own record of the class it belongs to (both ``None``
+    outside any class)."""
+
+    name: str
+    self_name: Optional[str]
+    owner: Any
+
+
+class MethodFrames:
+    """Which method of which class a LibCST walk is in.
+
+    A rule calls ``enter_class(record)`` / ``leave_class()`` from its ``ClassDef``
+    visitors and ``enter_function(node)`` / ``leave_function()`` from its
+    ``FunctionDef`` visitors; ``record`` is the rule's record of the class, given
+    back as ``Method.owner``. A function nested in a method keeps that method's
+    ``self`` and class; with ``nested_is_method`` it also counts as the method itself
+    (a closure defined in ``__init__`` is ``__init__``), otherwise it is named
+    ``"<nested>"``. A function outside any class is ``"<function>"``, without ``self``.
+    """
+
+    def __init__(self, nested_is_method: bool) -> None:
+        self._nested_is_method = nested_is_method
+        self._classes: list = []
+        self._frames: list[Optional[Method]] = []  # None marks a class body
+
+    def enter_class(self, record: Any) -> None:
+        self._classes.append(record)
+        self._frames.append(None)
+
+    def leave_class(self) -> Any:
+        """The record given to the matching ``enter_class``."""
+        self._frames.pop()
+        return self._classes.pop()
+
+    def enter_function(self, node: "cst.FunctionDef") -> Optional[Method]:
+        """Enter ``node``; its frame if it is a method (defined in a class body)."""
+        parent = self.current
+        if self._frames and parent is None and self._classes:  # a method
+            params = node.params.params or node.params.posonly_params
+            self_name = params[0].name.value if params else None
+            method = Method(node.name.value, self_name, self._classes[-1])
+            self._frames.append(method)
+            return method
+        if parent is not None:  # nested function: same self, same class
+            nested = parent if self._nested_is_method else Method("<nested>", parent.self_name, parent.owner)
+            self._frames.append(nested)
+        else:
+            self._frames.append(Method("<function>", None, None))
+        return None
+
+    def leave_function(self) -> None:
+        self._frames.pop()
+
+    @property
+    def current(self) -> Optional[Method]:
+        """The innermost function's frame; ``None`` in a class body or at module level."""
+        return self._frames[-1] if self._frames else None
+
+    def self_attr(self, expr: "cst.BaseExpression") -> Optional[str]:
+        """``attr`` if ``expr`` is ``<self>.attr`` in a method (or a function nested
+        in one), ``<self>`` being the method's first parameter."""
+        method = self.current
+        if method is None or method.self_name is None or method.owner is None:
+            return None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+            if expr.value.value == method.self_name:
+                return expr.attr.value
+        return None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.modules import MOVING_OVERRIDES, class_kind
+from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
 from ..analysis.vocabulary import FACTORY_NAMES, factory_name, maybe_zero_dim
 from ..rule import CLASS, Rule
 
@@ -45,13 +45,6 @@ class _ClassInfo:
     uses: dict = field(default_factory=dict)  # attr -> set of use kinds
     rebound: set = field(default_factory=set)
     moves_itself: bool = False
-
-
-@dataclass
-class _Method:
-    name: str
-    self_name: Optional[str]
-    owner: Optional[_ClassInfo]  # the class whose method this is (or encloses)
 
 
 class TensorStateNotRegistered(Rule):
@@ -160,19 +153,16 @@ class TensorStateNotRegistered(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._classes: list[_ClassInfo] = []
-        self._methods: list[Optional[_Method]] = []  # None marks a class body
+        # Owners are _ClassInfo; a closure in __init__ is not __init__ ("<nested>").
+        self._frames = MethodFrames(nested_is_method=False)
         self._safe: dict[int, str] = {}  # id(self.attr node) -> use kind
 
     # -- classes ------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        info = _ClassInfo(class_kind(self.names, node))
-        self._classes.append(info)
-        self._methods.append(None)
+        self._frames.enter_class(_ClassInfo(class_kind(self.names, node)))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        info = self._classes.pop()
-        self._methods.pop()
+        info = self._frames.leave_class()
         if info.kind is None or info.moves_itself:
             return
         template = self.METRIC_MESSAGE if info.kind == "metric" else self.MESSAGE
@@ -193,33 +183,15 @@ class TensorStateNotRegistered(Rule):
 
     # -- methods ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        parent = self._methods[-1] if self._methods else None
-        owner = self._classes[-1] if self._classes else None
-        if self._methods and parent is None and owner is not None:  # a method
-            if node.name.value in MOVING_OVERRIDES:
-                owner.moves_itself = True
-            params = node.params.params or node.params.posonly_params
-            self_name = params[0].name.value if params else None
-            self._methods.append(_Method(node.name.value, self_name, owner))
-        elif parent is not None:  # nested function: same self, not __init__ itself
-            self._methods.append(_Method("<nested>", parent.self_name, parent.owner))
-        else:
-            self._methods.append(_Method("<function>", None, None))
+        method = self._frames.enter_function(node)
+        if method is not None and method.name in MOVING_OVERRIDES:
+            method.owner.moves_itself = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._methods.pop()
-
-    def _method(self) -> Optional[_Method]:
-        return self._methods[-1] if self._methods else None
+        self._frames.leave_function()
 
     def _self_attr(self, expr: cst.BaseExpression) -> Optional[str]:
-        method = self._method()
-        if method is None or method.self_name is None or method.owner is None:
-            return None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-            if expr.value.value == method.self_name:
-                return expr.attr.value
-        return None
+        return self._frames.self_attr(expr)
 
     # -- assignments --------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -237,7 +209,7 @@ class TensorStateNotRegistered(Rule):
                 for element in target.elements:
                     self._bind(element.value, cst.Name("None"))
             return
-        method = self._method()
+        method = self._frames.current
         info = method.owner
         self._safe[id(target)] = "store"
         factory = self._unplaced_factory(value)
@@ -288,4 +260,4 @@ class TensorStateNotRegistered(Rule):
         if attr is not None:
             kind = self._safe.pop(id(node), "other")
             if kind != "store":
-                self._method().owner.uses.setdefault(attr, set()).add(kind)
+                self._frames.current.owner.uses.setdefault(attr, set()).add(kind)

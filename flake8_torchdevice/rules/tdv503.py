@@ -12,7 +12,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.layers import STATE_WORDS, layer_state
-from ..analysis.modules import MOVING_OVERRIDES, class_kind
+from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
 from ..rule import CLASS, Fix, Rule
 
 REGISTERING = frozenset({"add_module", "register_module", "register_parameter", "setattr"})
@@ -39,13 +39,6 @@ class _Class:
     stores: dict = field(default_factory=dict)  # attr -> number of assignments
     wrapped: set = field(default_factory=set)  # attrs passed to a call
     exempt: bool = False  # registers by hand or moves itself
-
-
-@dataclass
-class _Method:
-    name: str
-    self_name: Optional[str]
-    owner: Optional[_Class]
 
 
 class ModulesInPlainContainer(Rule):
@@ -145,17 +138,15 @@ class ModulesInPlainContainer(Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._classes: list[_Class] = []
-        self._methods: list[Optional[_Method]] = []  # None marks a class body
+        # Owners are _Class; a closure in __init__ is __init__ (it grows its lists).
+        self._frames = MethodFrames(nested_is_method=True)
 
     # -- classes and methods -------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(_Class(class_kind(self.names, node) == "module"))
-        self._methods.append(None)
+        self._frames.enter_class(_Class(class_kind(self.names, node) == "module"))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        info = self._classes.pop()
-        self._methods.pop()
+        info = self._frames.leave_class()
         if not info.is_module or info.exempt:
             return
         for attr, candidate in info.candidates.items():
@@ -164,33 +155,18 @@ class ModulesInPlainContainer(Rule):
             self._report(attr, candidate)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        parent = self._methods[-1] if self._methods else None
-        owner = self._classes[-1] if self._classes else None
-        if self._methods and parent is None and owner is not None:  # a method
-            if node.name.value in MOVING_OVERRIDES:
-                owner.exempt = True
-            params = node.params.params or node.params.posonly_params
-            self_name = params[0].name.value if params else None
-            self._methods.append(_Method(node.name.value, self_name, owner))
-        elif parent is not None:  # nested function: same self, same method
-            self._methods.append(parent)
-        else:
-            self._methods.append(_Method("<function>", None, None))
+        method = self._frames.enter_function(node)
+        if method is not None and method.name in MOVING_OVERRIDES:
+            method.owner.exempt = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._methods.pop()
+        self._frames.leave_function()
 
     def _self_attr(self, expr: cst.BaseExpression) -> Optional[str]:
-        method = self._methods[-1] if self._methods else None
-        if method is None or method.self_name is None or method.owner is None:
-            return None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
-            if expr.value.value == method.self_name:
-                return expr.attr.value
-        return None
+        return self._frames.self_attr(expr)
 
     def _in_init(self) -> bool:
-        method = self._methods[-1] if self._methods else None
+        method = self._frames.current
         return method is not None and method.name == "__init__"
 
     # -- stores ----------------------------------------------------------
@@ -216,7 +192,7 @@ class ModulesInPlainContainer(Rule):
         attr = self._self_attr(target)
         if attr is None:
             return
-        info = self._methods[-1].owner
+        info = self._frames.current.owner
         info.stores[attr] = info.stores.get(attr, 0) + 1
         candidate = self._candidate(value) if value is not None and self._in_init() else None
         if candidate is not None and attr not in info.candidates:
@@ -254,7 +230,7 @@ class ModulesInPlainContainer(Rule):
         attr = self._self_attr(container)
         if attr is None or not self._in_init():
             return
-        candidate = self._methods[-1].owner.candidates.get(attr)
+        candidate = self._frames.current.owner.candidates.get(attr)
         if candidate is not None:
             self._add(candidate, elements, string_key)
 
@@ -262,7 +238,8 @@ class ModulesInPlainContainer(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        owner = self._methods[-1].owner if self._methods and self._methods[-1] else None
+        current = self._frames.current
+        owner = current.owner if current else None
         if owner is None:
             return
         if name in REGISTERING:
