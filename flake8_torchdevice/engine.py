@@ -30,7 +30,7 @@ from typing import Iterator, Optional, Sequence
 from . import words
 from ._lazy import cst
 from .analysis.guards import context_words
-from .names import name_binding_nodes, resolver_from_ast, update_from_cst
+from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
 from .rule import FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
 from .selection import CONTEXT, Hit, StatementIndex, compact, lines_to_keep, statement_start
@@ -178,6 +178,7 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result
             [rule(context) for rule in rules],
             pre_visit=lambda node: update_from_cst(names, node),
             pre_visit_types=name_binding_nodes(),
+            scope=(lambda _: names.enter_scope(), lambda _: names.leave_scope(), scope_nodes()),
         )
         walker.walk_module(module, context.enter_statement)
         if not context.reports:

@@ -4,9 +4,10 @@ qualified name (``th.load`` -> ``torch.load``) for every rule.
 The map is seeded from the stdlib ``ast`` tree of the whole file (module-level
 imports and alias assignments, which the engine does not hand to LibCST), then
 kept up to date by the engine while it walks the LibCST statements it parsed
-(imports and aliases inside functions). It is deliberately flow-insensitive:
-a name bound to ``torch.load`` anywhere counts as ``torch.load`` everywhere,
-unless it is later rebound to something we cannot resolve.
+(imports and aliases inside functions, which count inside that function
+only). It is deliberately flow-insensitive within a scope: a name bound to
+``torch.load`` counts as ``torch.load`` from there on, unless it is later
+rebound to something we cannot resolve.
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ def _root(qualified: str) -> str:
 class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
-    __slots__ = ("_aliases", "_imported", "_classes")
+    __slots__ = ("_aliases", "_imported", "_classes", "_frames")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
+        # Bindings of the functions and classes being walked, innermost last
+        # (None: a local that hides the module's name). A function's own
+        # ``torch = kwargs["torch"]`` must not change what ``torch`` means in
+        # the rest of the file: which functions are parsed would then decide.
+        self._frames: list[dict[str, Optional[str]]] = []
         self._imported: set[str] = set()  # top-level packages imported at module level, any library
         self._classes: dict[str, list[str]] = {}  # module-level class -> dotted bases
 
@@ -44,10 +50,10 @@ class NameResolver:
                 self.unbind(asname)
             return
         if asname:
-            self._aliases[asname] = module
+            self._set(asname, module)
         else:
             root = _root(module)
-            self._aliases[root] = root
+            self._set(root, root)
 
     def bind_from(self, module: str, name: str, asname: Optional[str], level: int = 0) -> None:
         local = asname or name
@@ -56,7 +62,7 @@ class NameResolver:
         if level or name == "*" or _root(module) not in TRACKED_ROOTS:
             self.unbind(local)
             return
-        self._aliases[local] = f"{module}.{name}"
+        self._set(local, f"{module}.{name}")
 
     def bind_assignment(self, target: str, value_dotted: Optional[str]) -> None:
         """``f = torch.load`` makes ``f`` an alias; any other value unbinds,
@@ -67,15 +73,33 @@ class NameResolver:
         if resolved is None:
             self.unbind(target)
         else:
-            self._aliases[target] = resolved
+            self._set(target, resolved)
 
     def unbind(self, local: str) -> None:
-        self._aliases.pop(local, None)
+        if self._frames:
+            self._frames[-1][local] = None
+        else:
+            self._aliases.pop(local, None)
+
+    def _set(self, local: str, qualified: str) -> None:
+        (self._frames[-1] if self._frames else self._aliases)[local] = qualified
+
+    def enter_scope(self) -> None:
+        """A function or class body begins: its bindings stay in it."""
+        self._frames.append({})
+
+    def leave_scope(self) -> None:
+        self._frames.pop()
 
     # -- querying -----------------------------------------------------
     def resolve_dotted(self, dotted: str) -> Optional[str]:
         head, sep, rest = dotted.partition(".")
-        base = self._aliases.get(head)
+        for frame in reversed(self._frames):
+            if head in frame:
+                base = frame[head]
+                break
+        else:
+            base = self._aliases.get(head)
         if base is None:
             return None
         return f"{base}.{rest}" if sep else base
@@ -163,6 +187,11 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.unbind(stmt.name)
     return resolver
+
+
+def scope_nodes() -> tuple[type, ...]:
+    """The nodes whose bodies are scopes of their own (see ``enter_scope``)."""
+    return (cst.FunctionDef, cst.ClassDef)
 
 
 def name_binding_nodes() -> tuple[type, ...]:

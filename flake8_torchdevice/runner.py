@@ -88,7 +88,7 @@ def one_line(message: str, limit: int = 300) -> str:
 
 def _violations(source: str, options: Options, outcome: Outcome, tree=None):
     rules = [RULES_BY_CODE[code] for code in options.codes]
-    result = check_source(source, tree, rules=rules)
+    result = check_source(source, tree, rules=rules, filename=outcome.path)  # a test file by its name too
     if result.error:
         outcome.problems.append(f"{outcome.path}: {one_line(result.error)}")
     return filter_noqa(source, result.violations)
@@ -100,7 +100,7 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
     if (options.fix or options.diff) and violations:
         from .fixes import fix_source_counted  # loads LibCST: only for files with findings
 
-        fixed_text, count = fix_source_counted(source.text, violations, options.unsafe_fixes)
+        fixed_text, count = fix_source_counted(source.text, violations, options.unsafe_fixes, outcome.path)
         if count and options.diff:
             outcome.diff = _unified_diff(source.text, fixed_text, outcome.path)
             outcome.fixed = count

@@ -25,11 +25,15 @@ class BatchedWalker:
         visitors: Sequence[object],
         pre_visit: Hook | None = None,
         pre_visit_types: tuple[type, ...] | None = None,
+        scope: tuple[Hook, Hook, tuple[type, ...]] | None = None,
     ) -> None:
-        """``pre_visit`` runs before the visitors on nodes of ``pre_visit_types`` (all if None)."""
+        """``pre_visit`` runs before the visitors on nodes of ``pre_visit_types``
+        (all if None); ``scope`` is (enter, leave, types): ``enter`` runs
+        before every visitor on those nodes, ``leave`` after every visitor left."""
         self._visitors = visitors
         self._pre_visit = pre_visit
         self._pre_visit_types = pre_visit_types
+        self._scope = scope
         self._plan: dict[type, tuple[tuple[str, ...], list, list]] = {}
 
     def _plan_for(self, node_type: type):
@@ -41,6 +45,9 @@ class BatchedWalker:
             if self._pre_visit is not None and (types is None or issubclass(node_type, types)):
                 visits.insert(0, self._pre_visit)
             leaves = [getattr(v, "leave_" + name) for v in self._visitors if hasattr(v, "leave_" + name)]
+            if self._scope is not None and issubclass(node_type, self._scope[2]):
+                visits.insert(0, self._scope[0])
+                leaves.append(self._scope[1])
             plan = (_child_fields(node_type), visits, leaves)
             self._plan[node_type] = plan
         return plan

@@ -72,7 +72,7 @@ def _joined_words(source: str) -> list[tuple[int, str]]:
 
 def bare(word: str) -> str:
     word = word[1:] if word[:1] in ".*" else word
-    return word[:-1] if word[-1:] in "=(" else word
+    return word[:-1] if word[-1:] in "=(:" else word
 
 
 def is_part(word: str) -> bool:
@@ -127,19 +127,35 @@ def offsets_of(source: str, wanted: Iterable[str]) -> list[tuple[int, str]]:
             if start and _is_word_char(source[start - 1]):
                 continue
             found += [(start, word) for word in forms if _form_holds(source, word, start, end)]
-    for offset, joined in joined_words(source):  # strings hold no attributes, keywords or calls
+    # A word joined across literals is in a string: no attribute, keyword or
+    # call; a colon after it (``"cu" "da:1"``) is not checked (over-match).
+    for offset, joined in joined_words(source):
         found += [(offset, word) for word in by_name.get(joined, ()) if word[0] != "." and word[-1] not in "=("]
     return found
 
 
 def _form_holds(source: str, word: str, start: int, end: int) -> bool:
-    if word[0] == ".":
-        return _after_dot(source, start)
+    if word[0] == "." and not _after_dot(source, start):
+        return False
     if word[-1] == "=":
         return _before_equals(source, end)
     if word[-1] == "(":
         return _before_call(source, end)
+    if word[-1] == ":":
+        return _before_colon(source, end)
     return True
+
+
+def _before_colon(source: str, end: int) -> bool:
+    """Does ``:`` follow ``end`` at once, or after the junction of two joined
+    string literals (``"cuda" ":1"``)?"""
+    while True:
+        if source.startswith(":", end):
+            return True
+        junction = _JUNCTION.match(source, end)
+        if junction is None or junction.end() == end:
+            return False
+        end = junction.end()
 
 
 @lru_cache(maxsize=1024)

@@ -97,3 +97,15 @@ def test_tdv101_and_tdv201_run_only_when_named(tmp_path, flake8):
     named = flake8("--isolated", "--extend-select=TDV101,TDV201", str(path))
     assert named.returncode == 1
     assert re.findall(r":(\d+):(\d+): (TDV\d+)", named.stdout) == [("2", "9", "TDV201"), ("4", "5", "TDV101")]
+
+
+def test_a_test_file_by_its_name_alone_is_a_test_file_for_flake8_and_the_cli(tmp_path, flake8):
+    """No pytest/unittest import: only the name says it is a test module, and
+    test code may address a given GPU (TDV401 exempts it) -- both front ends."""
+    from cli_support import run_cli
+
+    text = "import torch\n\n\ndef test_moves_model():\n    return torch.nn.Linear(2, 2).to('cuda:1')\n"
+    for name, expected in (("test_gpu.py", 0), ("train.py", 1)):
+        path = _write(tmp_path, text, name)
+        assert flake8("--isolated", "--select=TDV401", str(path)).returncode == expected, name
+        assert run_cli("--select", "TDV401", name, cwd=tmp_path).code == expected, name

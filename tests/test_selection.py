@@ -207,6 +207,19 @@ def test_a_flow_rule_finds_a_cpu_destination_named_by_a_variable():
     assert findings(source, rule) == [(11, 11, "TDV601")] == findings(source, rule, full=True)
 
 
+def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
+    # ``torch = kwargs["torch"]`` in one function made every later ``torch.*``
+    # unknown, but only when that function was parsed: selection decided.
+    source = (
+        "import torch\n\n\ndef make(**kwargs):\n    torch = kwargs.get('torch')\n    return torch\n\n\n"
+        "def restore(path):\n    return torch.load(path)\n\n\n"
+        "def inner(path):\n    import torch as th\n    return th.load(path)\n\n\n"
+        "def after(path):\n    return th.load(path)\n"
+    )
+    rule = [r for r in ALL_RULES if r.CODE == "TDV201"]
+    assert findings(source, rule) == [(10, 11, "TDV201"), (15, 11, "TDV201")] == findings(source, rule, full=True)
+
+
 def test_every_rule_declares_words_and_a_known_scope():
     for rule in ALL_RULES:
         assert rule.GROUPS and all(rule.GROUPS), rule.CODE

@@ -8,8 +8,8 @@ target holds another's gets the target with the inner fix applied, so fixes
 compose in one pass and a second run finds nothing to do.
 
 Public API:
-    fix_source(source, violations=None, unsafe=False) -> str
-    fix_source_counted(source, violations=None, unsafe=False) -> (str, applied)
+    fix_source(source, violations=None, unsafe=False, filename=None) -> str
+    fix_source_counted(source, violations=None, unsafe=False, filename=None) -> (str, applied)
 
 ``violations`` says what to fix: ``None`` means every finding not silenced
 by ``# noqa`` (the one way noqa applies); a ``Result`` from
@@ -32,21 +32,25 @@ def can_fix(code: str, unsafe: bool = False) -> bool:
     return rule is not None and (rule.FIX == "safe" or (unsafe and rule.FIX == "unsafe"))
 
 
-def fix_source(source: str, violations=None, unsafe: bool = False) -> str:
+def fix_source(source: str, violations=None, unsafe: bool = False, filename: Optional[str] = None) -> str:
     """``source`` with the allowed fixes applied (see the module doc)."""
-    return fix_source_counted(source, violations, unsafe)[0]
+    return fix_source_counted(source, violations, unsafe, filename)[0]
 
 
-def fix_source_counted(source: str, violations=None, unsafe: bool = False) -> tuple[str, int]:
+def fix_source_counted(
+    source: str, violations=None, unsafe: bool = False, filename: Optional[str] = None
+) -> tuple[str, int]:
     """(fixed source, number of fixes applied). The source comes back
-    unchanged, count 0, if nothing applies or a result would not parse."""
+    unchanged, count 0, if nothing applies or a result would not parse.
+    ``filename`` (the display name) tells the rules whether it is a test file,
+    as it does when checking."""
     newline, text = _split_newline(source)
     if text is None:
         return source, 0  # mixed or lone-CR line endings: not rewritten
     wanted = _wanted(violations, unsafe)
     if wanted is not None and not wanted:
         return source, 0
-    fixed, applied = _fix_once(text, wanted, unsafe)
+    fixed, applied = _fix_once(text, wanted, unsafe, filename)
     if not applied:
         return source, 0
     return (fixed.replace("\n", "\r\n") if newline == "\r\n" else fixed), applied
@@ -60,14 +64,14 @@ def _wanted(violations, unsafe: bool) -> Optional[set]:
     return {(v.code, v.line, v.col) for v in found if can_fix(v.code, unsafe)}
 
 
-def _fix_once(text: str, wanted: Optional[set], unsafe: bool) -> tuple[str, int]:
+def _fix_once(text: str, wanted: Optional[set], unsafe: bool, filename: Optional[str]) -> tuple[str, int]:
     from ..engine import check_source
     from ..noqa import filter_noqa
     from ..rules import RULES_BY_CODE
 
     codes = {key[0] for key in wanted} if wanted is not None else {c for c in RULES_BY_CODE if can_fix(c, unsafe)}
     rules = [RULES_BY_CODE[code] for code in sorted(codes)]
-    result = check_source(text, rules=rules, full=True, keep_reports=True)
+    result = check_source(text, rules=rules, full=True, keep_reports=True, filename=filename)
     if result.error or not result.violations:
         return text, 0
     allowed = set(filter_noqa(text, result.violations)) if wanted is None else None

@@ -138,7 +138,7 @@ class DiscardedTensorMove(Rule):
     )
     FIX = "safe"
 
-    NEEDS = {".to", ".cuda", ".cpu"}
+    NEEDS = {".to(", ".cuda(", ".cpu("}  # a discarded call
 
     def __init__(self, context) -> None:
         super().__init__(context)

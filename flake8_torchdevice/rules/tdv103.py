@@ -75,7 +75,7 @@ class ToArgumentsSwapped(Rule):
     FIX = "safe"
     # Every finding's first argument spells a dtype by one of these words.
     # The ``.to(...)`` call holds both: its dtype argument and the ``.to``.
-    NEEDS = [DTYPES | {"dtype"}, {".to"}]
+    NEEDS = [DTYPES | {"dtype"}, {".to("}]
     TOGETHER = True
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -56,7 +56,7 @@ class CudaGivenNonCudaDevice(Rule):
     SUMMARY = "`.cuda()` given a device that is not CUDA (`.cuda(\"cpu\")`)"
     MESSAGE = '.cuda() accepts only CUDA devices: .cuda("cpu") raises on every machine; use .to(device)'
     FIX = "safe"
-    NEEDS = {".cuda"}
+    NEEDS = {".cuda("}
 
     def __init__(self, context) -> None:
         super().__init__(context)

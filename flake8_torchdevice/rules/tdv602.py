@@ -62,7 +62,7 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     NAME = "loader-element-not-moved"
     SUMMARY = "a loader loop moves one element of the batch but not a sibling used with it"
     MESSAGE = "{element} from the loader stays on the CPU while {moved} was moved; move it too"
-    NEEDS = [{".to", ".cuda"}, LOADER_WORDS]
+    NEEDS = [{".to(", ".cuda("}, LOADER_WORDS]
     TOGETHER = True  # one function's own flow: both kinds of value are made in it
 
     def _findings(self, flow):

@@ -56,7 +56,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     NAME = "numpy-of-placed-tensor"
     SUMMARY = "`.numpy()` / `np.asarray()` of a tensor placed on a device, without `.cpu()`"
     MESSAGE = "{value} is on the device; call .cpu() before .numpy()"
-    NEEDS = [{".numpy", "asarray", "array"}, {".to", ".cuda", "device="}]
+    NEEDS = [{".numpy(", "asarray(", "array("}, {".to(", ".cuda(", "device="}]
     TOGETHER = True  # one function's own flow: both kinds of value are made in it
 
     def _findings(self, flow):
