@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
-import io
 import json
-import math
 import os
 import random
 import sys

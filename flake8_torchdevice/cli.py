@@ -13,7 +13,7 @@ import sys
 PROG = "torchdevice"
 
 
-def main(argv: "Sequence[str] | None" = None) -> int:  # no typing import: startup
+def main(argv: "Sequence[str] | None" = None) -> int:  # noqa: F821 - no typing import at startup
     try:
         from .command import execute
 

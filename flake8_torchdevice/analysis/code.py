@@ -117,3 +117,14 @@ def layout_free(node: "cst.CSTNode") -> tuple:
         (type(part).__name__, getattr(part, "value", None) if isinstance(getattr(part, "value", None), str) else None)
         for part in subtree(node)
     )
+
+
+def target_names(target: "cst.CSTNode") -> list[str]:
+    """The names an assignment target binds: ``x``, ``(a, [b, *c])``."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in target_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return []

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from .code import argument, code_of, last_name, string_value, subtree
+from .code import argument, code_of, last_name, string_value, subtree, target_names
 from .guards import _expects_failure, is_no_cuda_test
 from .vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
 
@@ -249,7 +249,7 @@ class _Analysis:
         elif isinstance(node, cst.Expr):
             self.expression_statement(node.value, env)
         elif isinstance(node, cst.Del):
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 env.pop(name, None)
         elif isinstance(node, (cst.Return, cst.Assert)):
             expr = node.value if isinstance(node, cst.Return) else node.test
@@ -861,14 +861,6 @@ def _expression_children(expr) -> list:
     return []
 
 
-def _target_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _imported_names(node) -> list:

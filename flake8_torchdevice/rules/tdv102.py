@@ -14,8 +14,8 @@ import re
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.code import target_names
 from ..names import full_name
-
 from ..rule import Fix, Rule
 
 _MOVES = ("to", "cuda", "cpu")
@@ -204,7 +204,7 @@ class DiscardedTensorMove(Rule):
 
     # -- helpers -----------------------------------------------------------------
     def _forget(self, target: cst.BaseExpression) -> None:
-        for name in _target_names(target):
+        for name in target_names(target):
             self._scopes[-1].discard(name)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
@@ -223,7 +223,7 @@ class DiscardedTensorMove(Rule):
                     self._bind(element, item.value)
                 return
             if self._is_tensor_tuple(value):
-                known.update(_target_names(target))
+                known.update(target_names(target))
                 return
         self._forget(target)
 
@@ -282,14 +282,6 @@ def _matches_dtype(call: cst.Call) -> bool:
     return isinstance(value, cst.Attribute) and value.attr.value == "dtype"
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _target_names(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _call_name(expr: cst.BaseExpression) -> Optional[str]:
@@ -314,14 +306,14 @@ def _loop_tensor_targets(target: cst.BaseExpression, iterable: cst.BaseExpressio
             return []
         inner = iterable.args[0].value if called == "enumerate" and iterable.args else None
         value = target.elements[1].value
-        return _loop_tensor_targets(value, inner) if inner is not None else _target_names(value)
+        return _loop_tensor_targets(value, inner) if inner is not None else target_names(value)
     if called == "zip":
         return []  # element kinds follow each zipped iterable: not worth guessing
     if isinstance(target, cst.Name) and called not in _TENSOR_ITERATORS:
         # One variable per element of a loader may be a batch object whose
         # ``.to()`` works in place (transformers' BatchEncoding): not proven.
         return []
-    return _target_names(target)
+    return target_names(target)
 
 
 def _assigned(statement: cst.Expr) -> cst.Assign:

@@ -38,7 +38,7 @@ import re
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.code import argument, code_of, subtree
+from ..analysis.code import argument, code_of, subtree, target_names
 from ..analysis.guards import is_test_code
 from ..rule import FUNCTION, Rule
 from ..words import joined_words
@@ -162,14 +162,6 @@ def _may_speak_of_multi_gpu(source: str) -> bool:
     return any(part in text for text in texts for part in _GUARD_PARTS)
 
 
-def _target_names(target: cst.CSTNode) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
 
 
 def _params(params: cst.Parameters) -> list[str]:
@@ -286,7 +278,7 @@ class HardCodedOrdinal(Rule):
     def _visit_comprehension(self, node) -> None:
         names, clause = [], node.for_in
         while clause is not None:
-            names += _target_names(clause.target)
+            names += target_names(clause.target)
             clause = clause.inner_for_in
         self._shadow(names)
 
@@ -300,39 +292,39 @@ class HardCodedOrdinal(Rule):
             if isinstance(target.target, cst.Name):
                 self._bind(target.target.value, value)
             else:
-                for name in _target_names(target.target):
+                for name in target_names(target.target):
                     self._bind(name)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            for name in _target_names(node.target):
+            for name in target_names(node.target):
                 plain = isinstance(node.target, cst.Name)
                 self._bind(name, self._follow(node.value, self._exempt()) if plain else None)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self._bind(name)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self._bind(name)
 
     def visit_For(self, node: cst.For) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self._bind(name)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
-            for name in _target_names(node.asname.name):
+            for name in target_names(node.asname.name):
                 self._bind(name)
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         if node.name is not None:
-            for name in _target_names(node.name.name):
+            for name in target_names(node.name.name):
                 self._bind(name)
 
     def visit_Del(self, node: cst.Del) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self._bind(name)
 
     def _visit_import(self, node) -> None:
