@@ -220,6 +220,18 @@ def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
     assert findings(source, rule) == [(10, 11, "TDV201"), (15, 11, "TDV201")] == findings(source, rule, full=True)
 
 
+def test_every_device_position_of_tdv401_holds_a_needed_word():
+    # torch.set_default_device(1) was a device position without one: the
+    # selective run skipped the function that the whole-file run reported.
+    source = (
+        "import torch\n\n\ndef a(x):\n    return x.to('cpu')\n\n\n"
+        "def b():\n    torch.set_default_device(1)\n\n\n"
+        "def c():\n    gpu = 2\n    torch.set_default_device(gpu)\n"
+    )
+    rule = [r for r in ALL_RULES if r.CODE == "TDV401"]
+    assert findings(source, rule) == [(9, 29, "TDV401"), (13, 10, "TDV401")] == findings(source, rule, full=True)
+
+
 def test_every_rule_declares_words_and_a_known_scope():
     for rule in ALL_RULES:
         assert rule.GROUPS and all(rule.GROUPS), rule.CODE

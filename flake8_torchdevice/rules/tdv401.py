@@ -179,10 +179,13 @@ class HardCodedOrdinal(Rule):
     SCOPE = FUNCTION
     # Every device position holds one: .to(...), .cuda(...), device=<not None>,
     # torch.device(...), torch.cuda.set_device(...) / .device(...),
+    # torch.set_default_device(...),
     # map_location=<not None>, torch.load(f, <map_location>). Not a bare
     # ``device``: the parameter ``device=None`` of nearly every torch.nn
     # function kept 19% of the sample's lines, not 13%.
-    NEEDS = {".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "map_location=", "load("}
+    NEEDS = {
+        ".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "set_default_device(", "map_location=", "load("
+    }
 
     @staticmethod
     def wants(ordinal: int) -> bool:
