@@ -65,8 +65,9 @@ def check_source(
 
     ``tree`` is the file's ``ast`` tree if the caller has it (flake8 does);
     ``rules`` defaults to every rule; ``filename`` (the display name) tells
-    whether the file is a test; ``full`` parses and walks the whole file,
-    skipping no code (the reference the selection is tested against, and
+    whether the file is a test; ``full`` parses and walks the whole file with
+    every given rule, skipping no code and no rule for want of its words (the
+    reference the selection and each rule's ``NEEDS`` are tested against, and
     what fixes use). Never raises unless ``strict`` (used by our own tests).
     """
     try:
@@ -107,7 +108,9 @@ def _check(source, tree, rules, filename, full, keep_reports) -> Result:
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             return Result(error=_syntax_message(exc))
     present = words.identifiers(source)
-    live = [rule for rule in rules if words.present(rule.GROUPS, present)]
+    # The whole-file run is the reference that NEEDS claims are tested
+    # against: it runs every rule, whatever words the file holds.
+    live = list(rules) if full else [rule for rule in rules if words.present(rule.GROUPS, present)]
     if not live:
         return Result()
     lines = source.split("\n")  # \n only: Python does not break lines at form feeds or U+2028

@@ -265,3 +265,21 @@ def test_a_rule_whose_groups_meet_in_one_unit_parses_only_such_units(monkeypatch
     monkeypatch.undo()
     together = "import torch\ndef a(x):\n    return x.to(torch.float16, 'cuda')\n"
     assert [v.code for v in check_source(together, rules=[Swapped], strict=True).violations] == ["TDV103"]
+
+
+def test_the_whole_file_run_ignores_needs_so_that_it_can_refute_them():
+    """``full=True`` is the reference the equivalence tests hold each rule's
+    ``NEEDS`` to: it runs a rule whatever words the file holds, so a finding
+    without them shows up as a difference instead of vanishing on both sides."""
+    from flake8_torchdevice.rule import Rule
+
+    class EveryCall(Rule):
+        CODE = "TDV999"
+        NEEDS = {"a_word_no_file_holds"}
+
+        def visit_Call(self, node):
+            self.report(node, "a call")
+
+    source = "import torch\n\n\ndef f():\n    return torch.zeros(1)\n"
+    assert [v.line for v in check_source(source, rules=[EveryCall], full=True, strict=True).violations] == [5]
+    assert check_source(source, rules=[EveryCall], strict=True).violations == []
