@@ -95,7 +95,8 @@ class Rule:
     each group, or a local alias of one (``tl`` after ``from torch import
     load as tl``). A word is an identifier as written anywhere in the code or
     its strings (``load``); a leading dot means an attribute name only
-    (``.to``), a leading star part of a word in any case (``*cpu``). The engine skips files and code without them, nothing else.
+    (``.to``), a leading star part of a word in any case (``*cpu``). The engine skips files and code without them,
+    nothing else.
     """
 
     CODE: ClassVar[str] = ""

@@ -84,5 +84,3 @@ class BatchedWalker:
             children = _children(node, plan[0])
             for index in range(len(children) - 1, -1, -1):
                 push((children[index], False))
-
-

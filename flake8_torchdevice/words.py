@@ -206,7 +206,7 @@ def _before_equals(source: str, end: int) -> bool:
     i = _skip_blanks(source, end, "\n")
     if not source.startswith("=", i) or source.startswith("==", i):
         return False
-    value = source[i + 1 : i + 40].lstrip()  # ``device=None`` gives nothing
+    value = source[i + 1:i + 40].lstrip()  # ``device=None`` gives nothing
     return not (value.startswith("None") and not _is_word_char(value[4:5] or " "))
 
 

@@ -62,7 +62,10 @@ def _depths(tokens) -> list[int]:
 
 
 def spaced_dots(source: str, tokens, starts) -> list:
-    return [(starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1], " . ") for _, t in _attribute_dots(tokens)]
+    return [
+        (starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1], " . ")
+        for _, t in _attribute_dots(tokens)
+    ]
 
 
 def backslash_dots(source: str, tokens, starts) -> list:
@@ -131,7 +134,7 @@ def respellings(source: str) -> Iterator[tuple[str, str]]:
     try:
         tokens = _tokens(source)
         reference = ast.dump(ast.parse(source))
-    except (SyntaxError, tokenize.TokenError, IndentationError):
+    except (SyntaxError, tokenize.TokenError):  # IndentationError is a SyntaxError
         return
     starts = _offsets(source)
     for name, respell in RESPELLINGS.items():

@@ -105,7 +105,7 @@ MOMENTS = {
 def test_ctrl_c_with_workers_is_one_line_and_quick(tree, moment):
     for _ in range(3):
         process = _start(tree, jobs=2)
-        _wait(lambda: MOMENTS[moment](process), process)
+        _wait(lambda process=process: MOMENTS[moment](process), process)
         workers = _children(process.pid)
         elapsed, err = _interrupt(process)
         assert process.returncode == 130, err

@@ -138,7 +138,9 @@ def test_a_broken_cell_does_not_hide_the_other_cells(tmp_path):
     assert result.code == 1
     assert len(result.err_lines) == 1
     assert result.err_lines[0].startswith("torchdevice: nb.ipynb:cell_2: syntax error at line 1")
-    assert [line.split(": TDV")[0] for line in result.out.splitlines()] == ["nb.ipynb:cell_1:2:5", "nb.ipynb:cell_3:1:5"]
+    assert [line.split(": TDV")[0] for line in result.out.splitlines()] == [
+        "nb.ipynb:cell_1:2:5", "nb.ipynb:cell_3:1:5"
+    ]
 
 
 def test_locations_and_cell_numbers_equal_nbqa_flake8s(tmp_path):

@@ -67,7 +67,7 @@ def corpus(tmp_path, monkeypatch):
 
 def _run(capsys, tmp_path, projects, labels, *extra, offline=True):
     argv = ["--offline"] * offline + ["-j", "1", "--projects-csv", str(projects), "--labels-csv", str(labels),
-            "--baseline-csv", str(tmp_path / "baseline.csv"), *extra]
+                                      "--baseline-csv", str(tmp_path / "baseline.csv"), *extra]
     status = P.main(argv)
     return status, capsys.readouterr()
 
@@ -136,10 +136,14 @@ def test_bad_verdict_is_one_line(corpus, capsys):
 def test_failed_download_is_one_line(corpus, capsys, monkeypatch):
     tmp_path, projects, labels = corpus
     projects.write_text("project,version,split,kind,why\ngamma,9.9,tune,library,x\n")
-    monkeypatch.setattr(P, "SIMPLE_INDEX", (tmp_path / "no-index" / "{name}").as_uri().replace("%7B", "{").replace("%7D", "}"))
+    monkeypatch.setattr(
+        P, "SIMPLE_INDEX", (tmp_path / "no-index" / "{name}").as_uri().replace("%7B", "{").replace("%7D", "}")
+    )
     status, out = _run(capsys, tmp_path, projects, labels, offline=False)
     assert status == 1
-    assert out.err.splitlines() == [line for line in out.err.splitlines() if line.startswith("precision.py: skipped gamma==9.9: ")]
+    assert out.err.splitlines() == [
+        line for line in out.err.splitlines() if line.startswith("precision.py: skipped gamma==9.9: ")
+    ]
     assert len(out.err.splitlines()) == 1
     status, out = _run(capsys, tmp_path, projects, labels, "--offline")
     assert "is not in the cache" in out.err and "Traceback" not in out.err

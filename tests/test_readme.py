@@ -200,7 +200,11 @@ def test_every_python_block_of_the_readme_runs_and_prints_what_it_says(capsys):
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
         printed = capsys.readouterr().out.splitlines()
-        promised = [line.split("# ", 1)[1].strip() for line in block.splitlines() if line.startswith("print(") and "# [" in line]
+        promised = [
+            line.split("# ", 1)[1].strip()
+            for line in block.splitlines()
+            if line.startswith("print(") and "# [" in line
+        ]
         for claim in promised:
             assert claim in printed, (claim, printed)
 

@@ -13,6 +13,7 @@ from fixture_cases import ROOT
 from flake8_torchdevice.ruledocs import UnknownRule, rule_page
 from flake8_torchdevice.rules import ALL_RULES
 
+
 def test_every_rule_has_its_page():
     for rule in ALL_RULES:
         page = rule_page(rule.CODE)
@@ -29,7 +30,10 @@ def test_unknown_codes_raise(code):
 @pytest.mark.slow
 def test_the_installed_wheel_shows_the_same_pages(tmp_path):
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+            "-w", str(tmp_path), str(ROOT),
+        ],
         capture_output=True, text=True, timeout=300,
     )
     assert built.returncode == 0, built.stderr

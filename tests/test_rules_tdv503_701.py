@@ -29,7 +29,7 @@ def fixed(source: str, unsafe: bool = False) -> str:
 def body(text: str) -> str:
     """The code after the header comments and the docstring, without expectations."""
     text = text.replace("  # expect: TDV701", "")
-    return text[text.index('"""', text.index('"""') + 3) + 3 :]
+    return text[text.index('"""', text.index('"""') + 3) + 3:]
 
 
 # -- TDV701 ---------------------------------------------------------------
@@ -119,9 +119,13 @@ def test_tdv503_fix_is_unsafe_and_only_where_the_container_accepts_the_value(val
 
 
 def test_tdv503_reads_other_methods():
-    source = MODULE.format(value="[nn.Linear(2, 2)]") + "\n    def setup(self):\n        self.net = nn.Sequential(*self.layers)\n"
+    source = MODULE.format(value="[nn.Linear(2, 2)]") + (
+        "\n    def setup(self):\n        self.net = nn.Sequential(*self.layers)\n"
+    )
     assert lines(ModulesInPlainContainer, source) == []
-    reading = MODULE.format(value="[nn.Linear(2, 2)]") + "\n    def forward(self, x):\n        return len(self.layers)\n"
+    reading = MODULE.format(value="[nn.Linear(2, 2)]") + (
+        "\n    def forward(self, x):\n        return len(self.layers)\n"
+    )
     assert lines(ModulesInPlainContainer, reading) == [8]
 
 

@@ -117,7 +117,9 @@ def test_torch_sample_gives_the_same_findings_either_way():
 
 # -- the table of issue 13: each case through each code alone -----------------
 TABLE = {
-    "backslash before .to": ("import torch\ndef f(d):\n    x = torch.zeros(2)\n    x \\\n        .to('cuda')\n", "TDV102", 4),
+    "backslash before .to": (
+        "import torch\ndef f(d):\n    x = torch.zeros(2)\n    x \\\n        .to('cuda')\n", "TDV102", 4
+    ),
     "parenthesised .to": ("import torch\ndef f():\n    y = torch.ones(2)\n    (y\n     .to('cpu'))\n", "TDV102", 4),
     "comment inside torch.load": ("import torch\nstate = (torch  # comment\n         .load('a.pt'))\n", "TDV201", 2),
     "DDP of m.eval()": (

@@ -647,7 +647,9 @@ class _Analysis:
         name = code_of(expr).lower()
         if "cpu" in name:
             return CPU
-        if isinstance(expr, (cst.Name, cst.Attribute)) and any(w in name for w in ("device", "dev", "gpu", "cuda", "rank")):
+        if isinstance(expr, (cst.Name, cst.Attribute)) and any(
+            w in name for w in ("device", "dev", "gpu", "cuda", "rank")
+        ):
             return PLACED
         return None
 
@@ -822,7 +824,9 @@ def _cpu_only_test(test, names) -> bool:
     if is_no_cuda_test(test, names):
         return True
     for node in subtree(test):
-        if isinstance(node, cst.Comparison) and all(isinstance(c.operator, (cst.Equal, cst.Is)) for c in node.comparisons):
+        if isinstance(node, cst.Comparison) and all(
+            isinstance(c.operator, (cst.Equal, cst.Is)) for c in node.comparisons
+        ):
             operands = [node.left] + [c.comparator for c in node.comparisons]
             if any((string_value(o) or "").startswith("cpu") for o in operands):
                 return True
@@ -834,7 +838,9 @@ def _cuda_test(test) -> bool:
     for node in subtree(test):
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             return False
-        if isinstance(node, cst.Comparison) and any(isinstance(c.operator, (cst.NotEqual, cst.IsNot)) for c in node.comparisons):
+        if isinstance(node, cst.Comparison) and any(
+            isinstance(c.operator, (cst.NotEqual, cst.IsNot)) for c in node.comparisons
+        ):
             return False
     code = code_of(test)
     return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
@@ -859,8 +865,6 @@ def _expression_children(expr) -> list:
     if isinstance(expr, cst.FormattedString):
         return [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
     return []
-
-
 
 
 def _imported_names(node) -> list:

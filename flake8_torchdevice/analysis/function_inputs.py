@@ -8,10 +8,11 @@ from typing import Optional, Sequence
 
 # Data-loading code: its tensors never meet a parameter tensor.
 DATA_LOADING = frozenset({"__getitem__", "__iter__", "__next__", "__len__"})
-DATA_CLASS_SUFFIXES = ("Dataset", "DataSet", "DataModule", "Sampler", "DataPipe", "Processor", "Preprocessing", "Transform", "Collator")
+DATA_CLASS_SUFFIXES = (
+    "Dataset", "DataSet", "DataModule", "Sampler", "DataPipe", "Processor", "Preprocessing", "Transform", "Collator"
+)
 # An annotation naming one of these may hold a tensor.
 TENSOR_HINTS = ("Tensor", "Any", "Variable", "Module")
-
 
 
 def is_data_function(name: str) -> bool:

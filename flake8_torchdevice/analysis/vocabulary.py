@@ -25,6 +25,7 @@ DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 # Methods that move a tensor (or leave no tensor) right after it is made.
 MOVED_OR_CONVERTED = frozenset({"to", "type_as", "cuda", "item", "tolist"})
 
+
 def passes_device(call: "cst.Call") -> bool:
     """Does the factory call choose its device? ``device=`` or ``out=``, a
     ``**kwargs`` that may carry either, or any argument that speaks of a

@@ -24,6 +24,7 @@ from typing import Optional
 
 __all__ = ["can_fix", "fix_source", "fix_source_counted"]
 
+
 def can_fix(code: str, unsafe: bool = False) -> bool:
     """True if ``code``'s rule has a fix at a safety level that is allowed."""
     from ..rules import RULES_BY_CODE  # rules import fixes.edit: no import at load time

@@ -84,22 +84,34 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     TDV101` rewrites only when exactly one device-like name (`device`, `dev`, `*_device`)
     is assigned at module level, and the call runs after that assignment (inside a
     function, or later in the module); otherwise it leaves the call alone.
-    `.cuda(non_blocking=True)` becomes `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is `cuda:0` the
-    behaviour is unchanged; elsewhere the fix changes where the tensor goes, which is the
-    point.
+    `.cuda(non_blocking=True)` becomes `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is
+    `cuda:0` the behaviour is unchanged; elsewhere the fix changes where the tensor goes, which is the point.
 
     ## When it does not report
-    - `.cuda()` under a CUDA check (`if torch.cuda.is_available():`, `x.is_cuda`, `device.type == "cuda"`, a `use_cuda`/`args.gpu` flag), after an early exit when CUDA is missing (also at module level: `if torch.cuda.device_count() == 0: sys.exit()`), or after `torch.cuda.set_device(rank)` in the same block;
-    - in a function or class with a decorator or mark that speaks of CUDA or a GPU (`@onlyCUDA`, `@RunIf(min_cuda_gpus=2)`, `@requires_cuda`, `@pytest.mark.gpu`, a `pytest.param(..., marks=...)` case) -- torch's own decorators (`@torch.cuda.amp.custom_fwd`) gate nothing;
-    - in test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`, `conftest.py`, under `tests/`, or importing pytest/unittest);
+    - `.cuda()` under a CUDA check (`if torch.cuda.is_available():`, `x.is_cuda`, `device.type == "cuda"`, a
+      `use_cuda`/`args.gpu` flag), after an early exit when CUDA is missing (also at module level:
+      `if torch.cuda.device_count() == 0: sys.exit()`), or after `torch.cuda.set_device(rank)` in the same block;
+    - in a function or class with a decorator or mark that speaks of CUDA or a GPU (`@onlyCUDA`,
+      `@RunIf(min_cuda_gpus=2)`, `@requires_cuda`, `@pytest.mark.gpu`, a `pytest.param(..., marks=...)` case) -- torch's
+      own decorators (`@torch.cuda.amp.custom_fwd`) gate nothing;
+    - in test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
+      `conftest.py`, under `tests/`, or importing pytest/unittest);
     - inside `with pytest.raises(...)` / `self.assertRaises(...)`, and in a method named `cuda`;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device;
-    - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` / `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`: it needs GPUs anyway);
-    - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()`, `total = t ** p`, then `dist.all_reduce(total)` / `dist.send(t.contiguous(), ...)` in the same function): NCCL needs the tensor on the current CUDA device;
-    - a module whose spawned worker (`mp.spawn(worker, ...)`, `start_processes`) selects its GPU with an unconditional `torch.cuda.set_device(rank)`: a CUDA program, whose `.cuda()` follows the selected GPU in every function;
-    - a usage demo under `if __name__ == "__main__":` that uses `.cuda()` and names no device of its own (no `device` variable, no `.to(device)` there): the library code around it follows its inputs.
+    - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` /
+      `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a
+      variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`:
+      it needs GPUs anyway);
+    - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()`,
+      `total = t ** p`, then `dist.all_reduce(total)` / `dist.send(t.contiguous(), ...)` in the same function): NCCL
+      needs the tensor on the current CUDA device;
+    - a module whose spawned worker (`mp.spawn(worker, ...)`, `start_processes`) selects its GPU with an unconditional
+      `torch.cuda.set_device(rank)`: a CUDA program, whose `.cuda()` follows the selected GPU in every function;
+    - a usage demo under `if __name__ == "__main__":` that uses `.cuda()` and names no device of its own (no `device`
+      variable, no `.to(device)` there): the library code around it follows its inputs.
 
-    A negated check (`if not x.is_cuda: x = x.cuda()`, `if not torch.cuda.is_available(): ...`) guards only its `else` branch.
+    A negated check (`if not x.is_cuda: x = x.cuda()`, `if not torch.cuda.is_available(): ...`) guards only its `else`
+    branch.
 
     ## The error torch raises
     On a machine without CUDA (a CPU-only build of torch):

@@ -106,12 +106,18 @@ class DiscardedTensorMove(Rule):
     bare statement has no effect at all; the fix makes it do what it says.
 
     ## When it does not report
-    - receivers not proven to be tensors in their scope: parameters, `self`, attributes, results of unknown calls, names assigned from a class (`Net()`), modules from `.modules()` / `.children()`, loop variables named like a module (`model`, `layer`, `m`), and a single loop variable over a loader (`for batch in loader`: often a container whose `.to()` works in place);
+    - receivers not proven to be tensors in their scope: parameters, `self`, attributes, results of unknown calls, names
+      assigned from a class (`Net()`), modules from `.modules()` / `.children()`, loop variables named like a module
+      (`model`, `layer`, `m`), and a single loop variable over a loader (`for batch in loader`: often a container whose
+      `.to()` works in place);
     - `.to()` whose result is used (assigned, returned, passed on) and `.cpu(...)` with arguments;
-    - `.to(other.dtype)` alone: a defensive cast to another tensor's dtype (usually the one it has), which moves nothing; a literal dtype (`.to(torch.float16)`) is still reported;
-    - `.to()` given a keyword `Tensor.to` does not accept (anything but `device`, `dtype`, `non_blocking`, `copy`, `memory_format`): a custom container's in-place `.to()` (`bucket.to(device, keep_param_alignment=True)`).
+    - `.to(other.dtype)` alone: a defensive cast to another tensor's dtype (usually the one it has), which moves
+      nothing; a literal dtype (`.to(torch.float16)`) is still reported;
+    - `.to()` given a keyword `Tensor.to` does not accept (anything but `device`, `dtype`, `non_blocking`, `copy`,
+      `memory_format`): a custom container's in-place `.to()` (`bucket.to(device, keep_param_alignment=True)`).
 
-    A name bound to the result of `.cuda()` / `.cpu()` (`v_on_cuda = v.cuda()`) holds a tensor unless the receiver is named like a module.
+    A name bound to the result of `.cuda()` / `.cpu()` (`v_on_cuda = v.cuda()`) holds a tensor unless the receiver is
+    named like a module.
 
     ## The error torch raises
     With the model on a GPU and the batch left on the CPU:
@@ -195,7 +201,9 @@ class DiscardedTensorMove(Rule):
             return
         if method == "cpu" and call.args:
             return
-        if method == "to" and any(a.keyword is not None and a.keyword.value not in _TENSOR_TO_KEYWORDS for a in call.args):
+        if method == "to" and any(
+            a.keyword is not None and a.keyword.value not in _TENSOR_TO_KEYWORDS for a in call.args
+        ):
             return  # ``bucket.to(device, keep_alignment=True)``: not Tensor.to, a custom in-place move
         if method == "to" and _matches_dtype(call):
             return  # ``bias.to(query.dtype)``: a defensive cast to another tensor's dtype, no move
@@ -280,8 +288,6 @@ def _matches_dtype(call: cst.Call) -> bool:
         return False
     value = args[0].value
     return isinstance(value, cst.Attribute) and value.attr.value == "dtype"
-
-
 
 
 def _call_name(expr: cst.BaseExpression) -> Optional[str]:

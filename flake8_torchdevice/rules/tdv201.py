@@ -54,14 +54,19 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
     ## Fix safety
     Safe. The fix (`torchdevice --fix --extend-select TDV201`) adds `map_location="cpu"`, or
     replaces an explicit `map_location=None`; it changes nothing else on the line. Loading
-    to the CPU works on every machine; `load_state_dict` then copies the values into the module's parameters wherever they
-    live. Code that relied on the loaded tensors landing on the GPU must move them itself.
+    to the CPU works on every machine; `load_state_dict` then copies the values into the module's parameters wherever
+    they live. Code that relied on the loaded tensors landing on the GPU must move them itself.
 
     ## When it does not report
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
-    - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`, `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
-    - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`, `conftest.py`, under `tests/`, or importing pytest/unittest), which read back what the test wrote and run where the suite's gates put them;
-    - a data-loading class (`*Dataset`, `*DataSet`, `*DataModule`, `*Sampler`, ... by name or base) that also writes files itself (`torch.save`, a `*save` helper): it reads back the CPU data it prepared. A data class reading files something else wrote (activations saved from the model's device) is still reported;
+    - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
+      `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
+    - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
+      `conftest.py`, under `tests/`, or importing pytest/unittest), which read back what the test wrote and run where
+      the suite's gates put them;
+    - a data-loading class (`*Dataset`, `*DataSet`, `*DataModule`, `*Sampler`, ... by name or base) that also writes
+      files itself (`torch.save`, a `*save` helper): it reads back the CPU data it prepared. A data class reading files
+      something else wrote (activations saved from the model's device) is still reported;
     - calls that are not `torch.load` under any alias (`json.load`, `self.load`, `pickle.load`).
 
     ## The error torch raises
@@ -76,7 +81,7 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
     ```
     RuntimeError: Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() is 1.
     ```
-    """
+    """  # noqa: E501 -- quotes torch's error messages verbatim
 
     CODE = "TDV201"
     NAME = "torch-load-without-map-location"

@@ -163,8 +163,10 @@ class WrapBeforePlacement(Rule):
     of side effects.
 
     ## When it does not report
-    - a module that is a parameter, an attribute or built in another function (its placement is unknown where it is wrapped);
-    - a module already moved (`model.to(device)`, `model.cuda()`), passed to any other call first, built inside `with torch.device(...)`, or handed a device (`Net(device=d)`);
+    - a module that is a parameter, an attribute or built in another function (its placement is unknown where it is
+      wrapped);
+    - a module already moved (`model.to(device)`, `model.cuda()`), passed to any other call first, built inside
+      `with torch.device(...)`, or handed a device (`Net(device=d)`);
     - `DistributedDataParallel` without `device_ids` / `output_device` and never moved: CPU (gloo) training;
     - files that call `torch.set_default_device` or `torch.set_default_tensor_type`.
 
@@ -188,7 +190,7 @@ class WrapBeforePlacement(Rule):
     ```
     RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cuda:1
     ```
-    """
+    """  # noqa: E501 -- quotes torch's error messages verbatim
 
     CODE = "TDV301"
     DEFAULT_ENABLED = False

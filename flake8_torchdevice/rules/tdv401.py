@@ -162,8 +162,6 @@ def _may_speak_of_multi_gpu(source: str) -> bool:
     return any(part in text for text in texts for part in _GUARD_PARTS)
 
 
-
-
 def _params(params: cst.Parameters) -> list[str]:
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
     names += [star.name.value for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)]

@@ -31,7 +31,6 @@ CHAIN_KEEPS = frozenset(
 )
 
 
-
 @dataclass
 class _Candidate:
     node: cst.CSTNode
@@ -115,7 +114,8 @@ class TensorStateNotRegistered(Rule):
 
     ## When it does not report
     - `nn.Parameter(...)`, `self.register_buffer(...)`, `self.add_state(...)`;
-    - an attribute the class only uses after moving it (`self.a.to(x.device)`, `.type_as(x)`) or only reads metadata of (`.shape`, `.item()`), or rebinds elsewhere;
+    - an attribute the class only uses after moving it (`self.a.to(x.device)`, `.type_as(x)`) or only reads metadata of
+      (`.shape`, `.item()`), or rebinds elsewhere;
     - a class that overrides `_apply`, `to` or `cuda`;
     - a 0-dim tensor never updated in place;
     - factories given `device=`; classes that are not modules or metrics.

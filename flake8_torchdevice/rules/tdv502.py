@@ -168,9 +168,11 @@ class FactoryWithoutDevice(Rule):
 
     ## When it does not report
     - factory calls given `device=`, `out=` or `**kwargs`, or whose arguments mention a device;
-    - tensors that never meet a function input in an operation that needs one device; inputs without evidence of being tensors (no tensor attribute or method used on them, no `Tensor` annotation);
+    - tensors that never meet a function input in an operation that needs one device; inputs without evidence of being
+      tensors (no tensor attribute or method used on them, no `Tensor` annotation);
     - 0-dim factories (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally;
-    - data-loading code (`__getitem__`, collate functions, Dataset / Sampler classes) and inputs that go through `.numpy()` (CPU code by design).
+    - data-loading code (`__getitem__`, collate functions, Dataset / Sampler classes) and inputs that go through
+      `.numpy()` (CPU code by design).
 
     ## The error torch raises
     On a GPU machine:

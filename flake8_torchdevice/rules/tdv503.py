@@ -237,7 +237,9 @@ class ModulesInPlainContainer(Rule):
     # -- calls -------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        name = (
+            func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        )
         current = self._frames.current
         owner = current.owner if current else None
         if owner is None:

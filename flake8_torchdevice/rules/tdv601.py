@@ -47,10 +47,14 @@ class CpuMeetsPlaced(FlowReports, Rule):
     `device=`, or keep the other one on the CPU is the author's choice.
 
     ## When it does not report
-    - values whose device the function does not prove: parameters, attributes, results of unknown calls, names re-bound in branches or loops that disagree, and names deleted;
-    - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded checkpoint's entries;
-    - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`);
-    - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`, `if not torch.cuda.is_available()`, the `else` of a CUDA check);
+    - values whose device the function does not prove: parameters, attributes, results of unknown calls, names re-bound
+      in branches or loops that disagree, and names deleted;
+    - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded
+      checkpoint's entries;
+    - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
+      on purpose (`lengths` for `pack_padded_sequence`);
+    - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`,
+      `if not torch.cuda.is_available()`, the `else` of a CUDA check);
     - a factory without `device=` meeting a value derived from a function's inputs: TDV502 reports that;
     - a loader element left on the CPU while its sibling was moved: TDV602 reports that;
     - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU.

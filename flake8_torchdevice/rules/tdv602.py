@@ -38,9 +38,12 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     No fix is offered; the message names the element to move (`y = y.to(device)`).
 
     ## When it does not report
-    - loops over anything but a loader (`DataLoader(...)`, or a name such as `train_loader`, `val_dataloader`, `test_dl`);
-    - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`, `fabric.setup_dataloaders`, Lightning's `training_step`);
-    - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model (it may move them, or keep `lengths` on the CPU on purpose);
+    - loops over anything but a loader (`DataLoader(...)`, or a name such as `train_loader`, `val_dataloader`,
+      `test_dl`);
+    - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`,
+      `fabric.setup_dataloaders`, Lightning's `training_step`);
+    - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model (it may move
+      them, or keep `lengths` on the CPU on purpose);
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`);
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 

@@ -34,7 +34,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
 
     ## When it does not report
     - tensors whose device the function does not prove (parameters, attributes, unknown calls);
-    - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`), `.numpy(force=True)`;
+    - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`),
+      `.numpy(force=True)`;
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves;
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 
@@ -50,7 +51,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     ```
     TypeError: can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.
     ```
-    """
+    """  # noqa: E501 -- quotes torch's error messages verbatim
 
     CODE = "TDV603"
     NAME = "numpy-of-placed-tensor"

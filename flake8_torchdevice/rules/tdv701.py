@@ -17,7 +17,10 @@ from ..names import dotted_name
 from ..rule import Fix, Rule
 
 _NAMES = {"cuda": ("autocast", "GradScaler", "custom_fwd", "custom_bwd"), "cpu": ("autocast", "GradScaler")}
-_SUBMODULE = {"autocast": "autocast_mode", "custom_fwd": "autocast_mode", "custom_bwd": "autocast_mode", "GradScaler": "grad_scaler"}
+_SUBMODULE = {
+    "autocast": "autocast_mode", "custom_fwd": "autocast_mode", "custom_bwd": "autocast_mode",
+    "GradScaler": "grad_scaler",
+}
 DEPRECATED_MODULES = {f"torch.{device}.amp": device for device in _NAMES}
 DEPRECATED = {
     f"torch.{device}.amp{sub}.{name}": Api(name, device)
@@ -313,7 +316,10 @@ class DeprecatedAmp(Rule):
                 continue
             if not any(use is r for r in reported):
                 return None
-            if isinstance(use.node, cst.Call) and amp.new_arguments(use.node, use.api, self._torch_name(callee)) is None:
+            if (
+                isinstance(use.node, cst.Call)
+                and amp.new_arguments(use.node, use.api, self._torch_name(callee)) is None
+            ):
                 return None
         return names
 
