@@ -181,7 +181,11 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result
             [rule(context) for rule in rules],
             pre_visit=lambda node: update_from_cst(names, node),
             pre_visit_types=name_binding_nodes(),
-            scope=(lambda _: names.enter_scope(), lambda _: names.leave_scope(), scope_nodes()),
+            scope=(
+                lambda node: names.enter_scope(isinstance(node, cst.ClassDef)),
+                lambda _: names.leave_scope(),
+                scope_nodes(),
+            ),
         )
         walker.walk_module(module, context.enter_statement)
         if not context.reports:

@@ -33,11 +33,12 @@ class NameResolver:
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
-        # Bindings of the functions and classes being walked, innermost last
-        # (None: a local that hides the module's name). A function's own
-        # ``torch = kwargs["torch"]`` must not change what ``torch`` means in
-        # the rest of the file: which functions are parsed would then decide.
-        self._frames: list[dict[str, Optional[str]]] = []
+        # (is a class body, bindings) of the functions and classes being
+        # walked, innermost last (None: a local that hides the module's name).
+        # A function's own ``torch = kwargs["torch"]`` must not change what
+        # ``torch`` means in the rest of the file: which functions are parsed
+        # would then decide.
+        self._frames: list[tuple[bool, dict[str, Optional[str]]]] = []
         self._imported: set[str] = set()  # top-level packages imported at module level, any library
         self._classes: dict[str, list[str]] = {}  # module-level class -> dotted bases
 
@@ -77,16 +78,16 @@ class NameResolver:
 
     def unbind(self, local: str) -> None:
         if self._frames:
-            self._frames[-1][local] = None
+            self._frames[-1][1][local] = None
         else:
             self._aliases.pop(local, None)
 
     def _set(self, local: str, qualified: str) -> None:
-        (self._frames[-1] if self._frames else self._aliases)[local] = qualified
+        (self._frames[-1][1] if self._frames else self._aliases)[local] = qualified
 
-    def enter_scope(self) -> None:
+    def enter_scope(self, is_class: bool = False) -> None:
         """A function or class body begins: its bindings stay in it."""
-        self._frames.append({})
+        self._frames.append((is_class, {}))
 
     def leave_scope(self) -> None:
         self._frames.pop()
@@ -94,8 +95,10 @@ class NameResolver:
     # -- querying -----------------------------------------------------
     def resolve_dotted(self, dotted: str) -> Optional[str]:
         head, sep, rest = dotted.partition(".")
-        for frame in reversed(self._frames):
-            if head in frame:
+        innermost = len(self._frames) - 1
+        for depth in range(innermost, -1, -1):
+            is_class, frame = self._frames[depth]
+            if head in frame and (depth == innermost or not is_class):  # methods skip the class body, as Python does
                 base = frame[head]
                 break
         else:

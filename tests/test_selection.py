@@ -222,6 +222,17 @@ def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
     assert findings(source, rule) == [(10, 11, "TDV201"), (15, 11, "TDV201")] == findings(source, rule, full=True)
 
 
+def test_a_class_body_binding_is_not_seen_by_its_methods():
+    # Python skips the class body when a method looks a name up; so does the
+    # resolver, or a class-level ``torch = ...`` would decide only when parsed.
+    source = (
+        "import torch\n\n\nclass Trainer:\n    torch = object()\n\n"
+        "    def scaler(self):\n        return torch.cuda.amp.GradScaler()\n"
+    )
+    rule = [r for r in ALL_RULES if r.CODE == "TDV701"]
+    assert findings(source, rule) == [(8, 15, "TDV701")] == findings(source, rule, full=True)
+
+
 def test_every_device_position_of_tdv401_holds_a_needed_word():
     # torch.set_default_device(1) was a device position without one: the
     # selective run skipped the function that the whole-file run reported.
