@@ -4,8 +4,13 @@ This is the only text scan in the engine, and it knows nothing of any rule:
 a word is an identifier, matched whole anywhere (code, strings, comments),
 or, written with a leading dot, an attribute name (``.to``: a ``to`` that
 follows a dot, across spaces, backslash continuations and comments), or,
-written with a leading star, part of a word in any case (``*cpu``). It
-may over-match (a word in a comment costs a little parsing), never
+written with a leading star, part of a word in any case (``*cpu``). A
+trailing mark narrows a word to how it is used: ``device=`` a name given a
+value other than ``None`` with one ``=`` (a keyword argument; an assignment
+or default matches too), ``zeros(`` a name that is called or ends its line
+(an alias ``z = torch.zeros`` is called later), ``cuda:`` a name a colon
+follows, across a junction of joined literals (``"cuda:1"``); a leading dot
+and a trailing mark combine (``.cuda(``). It may over-match (a word in a comment costs a little parsing), never
 under-match: that is what makes skipping code without the words safe. A
 word split across joined string literals (``"cud" "a:1"`` is ``"cuda:1"``)
 counts too, across blanks and line breaks (not across a comment).
@@ -153,7 +158,7 @@ def _before_colon(source: str, end: int) -> bool:
         if source.startswith(":", end):
             return True
         junction = _JUNCTION.match(source, end)
-        if junction is None or junction.end() == end:
+        if junction is None:
             return False
         end = junction.end()
 
@@ -176,8 +181,8 @@ def _scan_part(part: str) -> re.Pattern:
 
 
 def _skip_blanks(source: str, i: int, also: str = "") -> int:
-    """The offset of the next character after ``i`` that is not a blank, a
-    line break, a comment or one of ``also``."""
+    """The offset of the first character from ``i`` on that is not a blank,
+    a backslash, a comment or one of ``also`` (``"\\n"`` to cross lines)."""
     size = len(source)
     while i < size:
         char = source[i]

@@ -128,3 +128,10 @@ def target_names(target: "cst.CSTNode") -> list[str]:
     if isinstance(target, cst.StarredElement):
         return target_names(target.value)
     return []
+
+
+def param_names(params: "cst.Parameters") -> list[str]:
+    """Every name a function's parameters bind, ``*args`` and ``**kwargs`` included."""
+    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    names += [star.name.value for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)]
+    return names

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from .code import argument, code_of, last_name, string_value, subtree, target_names
+from .code import argument, code_of, last_name, param_names, string_value, subtree, target_names
 from .guards import _expects_failure, is_no_cuda_test
 from .vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
 
@@ -732,12 +732,7 @@ class _Analysis:
 
 # -- helpers ------------------------------------------------------------------
 def _params(node: cst.FunctionDef) -> list:
-    params = node.params
-    names = [p.name.value for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params)]
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.append(star.name.value)
-    return [n for n in names if n not in ("self", "cls")]
+    return [n for n in param_names(node.params) if n not in ("self", "cls")]
 
 
 def _body(suite) -> list:

@@ -38,7 +38,7 @@ import re
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.code import argument, code_of, subtree, target_names
+from ..analysis.code import argument, code_of, param_names, subtree, target_names
 from ..analysis.guards import is_test_code
 from ..rule import FUNCTION, Rule
 from ..words import joined_words
@@ -162,12 +162,6 @@ def _may_speak_of_multi_gpu(source: str) -> bool:
     return any(part in text for text in texts for part in _GUARD_PARTS)
 
 
-def _params(params: cst.Parameters) -> list[str]:
-    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-    names += [star.name.value for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)]
-    return names
-
-
 class HardCodedOrdinal(Rule):
     """Shared visitor; subclasses choose the ordinals they report."""
 
@@ -249,7 +243,7 @@ class HardCodedOrdinal(Rule):
         if (self._may_guard and _MULTI_GPU_GUARD.search(name)) or is_test_code(name, self.context.is_test):
             self._guarded[-1] = True  # a guard-like helper, or a test
         self._enter("function")
-        for param in _params(node.params):
+        for param in param_names(node.params):
             self._bind(param)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -272,7 +266,7 @@ class HardCodedOrdinal(Rule):
         self._shadows.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        self._shadow(_params(node.params))
+        self._shadow(param_names(node.params))
 
     leave_Lambda = _unshadow
 
