@@ -9,6 +9,7 @@ One command from a fresh clone (Python >= 3.10 on PATH, PyPI reachable)::
     python3 benchmarks/run.py --scaling       # 1k / 10k / 50k-line files of repeated code
     python3 benchmarks/run.py --startup       # one small file, as an editor save checks it
     python3 benchmarks/run.py --attribute     # the plugin's own CPU time inside one flake8 run
+    python3 benchmarks/run.py --without TDV601,TDV602,TDV603   # also without those rules: their cost
 
 It creates its own virtualenvs under ``.bench/`` (gitignored) so that no tool
 sees another's plugins: ``venv-tdv`` (this checkout installed, with flake8), ``venv-flake8``
@@ -148,7 +149,9 @@ def _cli(env: Path, name: str) -> Path | None:
     return exe if exe.exists() else None
 
 
-def commands(envs: dict[str, Path], files: list[Path], listing: Path, tools: list[str]) -> dict[str, list[str]]:
+def commands(
+    envs: dict[str, Path], files: list[Path], listing: Path, tools: list[str], without: list[str] = ()
+) -> dict[str, list[str]]:
     names = [str(f) for f in files]
     me = [str(_py(envs["tdv"])), str(Path(__file__).resolve())]
     standalone = _cli(envs["tdv"], "torchdevice")
@@ -164,9 +167,26 @@ def commands(envs: dict[str, Path], files: list[Path], listing: Path, tools: lis
         "flake8 -j1": [str(envs["flake8"] / "bin" / "flake8"), "-j1", "--isolated", "--exit-zero", *names],
         "flake8 -j1 + TDV": [str(envs["tdv"] / "bin" / "flake8"), "-j1", "--isolated", "--exit-zero", *names],
     }
+    if without and standalone:
+        kept = ",".join(code for code in default_codes(envs["tdv"]) if code not in without)
+        table[_without("torchdevice -j1")] = [str(standalone), "-j1", "--isolated", "--exit-zero", "--select", kept]
+        table[_without("torchdevice -j1")] += names
+        table[_without("flake8 -j1 + TDV")] = table["flake8 -j1 + TDV"][:1] + [
+            f"--select=E,F,W,C90,{kept}", *table["flake8 -j1 + TDV"][1:]
+        ]
     if "torchfix" in envs:
         table["torchfix -j1"] = [str(envs["torchfix"] / "bin" / "torchfix"), "-j", "1", *names]
     return {k: v for k, v in table.items() if not tools or re.split(r"[ .]", k)[0] in tools}
+
+
+def _without(tool: str) -> str:
+    return f"{tool} w/o"
+
+
+def default_codes(env: Path) -> list[str]:
+    """The codes on by default in that venv's plugin."""
+    program = "from flake8_torchdevice.rules import ALL_RULES as R; print(*(r.CODE for r in R if r.DEFAULT_ENABLED))"
+    return subprocess.run([str(_py(env)), "-c", program], capture_output=True, text=True, check=True).stdout.split()
 
 
 def _on_few_files(argv: list[str]) -> list[str]:
@@ -260,6 +280,11 @@ RATIOS = (
     ("torchdevice -j1 / libcst.parse_module", "torchdevice -j1", "libcst.parse_module"),
     ("libcst.parse_module / ast.parse", "libcst.parse_module", "ast.parse"),
     ("torchfix -j1 / libcst.parse_module", "torchfix -j1", "libcst.parse_module"),
+    # --without CODES: what those default rules cost
+    ("flake8 -j1 + TDV w/o / flake8 -j1", _without("flake8 -j1 + TDV"), "flake8 -j1"),
+    ("flake8 -j1 + TDV / flake8 -j1 + TDV w/o", "flake8 -j1 + TDV", _without("flake8 -j1 + TDV")),
+    ("torchdevice -j1 w/o / ast.parse", _without("torchdevice -j1"), "ast.parse"),
+    ("torchdevice -j1 / torchdevice -j1 w/o", "torchdevice -j1", _without("torchdevice -j1")),
 )
 
 
@@ -297,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--attribute", action="store_true", help="time the plugin's own work inside one flake8 -j1 run on the corpus"
     )
+    parser.add_argument(
+        "--without",
+        default="",
+        help="comma list of default codes: also time our tools with those rules off (what they cost)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -318,14 +348,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write("\n".join(map(str, files)))
         listing = Path(handle.name)
+    without = [code.strip() for code in args.without.split(",") if code.strip()]
+    if without:
+        print(f"- w/o: {', '.join(without)} off (the other default codes selected by name)")
     if args.attribute:
         try:
-            return attribute(envs, listing, args.runs)
+            return attribute(envs, listing, args.runs, without)
         finally:
             listing.unlink()
     try:
         slow_runs = args.runs if args.torchfix_runs is None else args.torchfix_runs
-        results = run_rounds(commands(envs, files, listing, tools), args.runs, slow_runs)
+        results = run_rounds(commands(envs, files, listing, tools, without), args.runs, slow_runs)
     finally:
         listing.unlink()
     print_table(results, len(files), lines)
@@ -358,25 +391,32 @@ def attribute_child(listing: str) -> None:
 
     files = Path(listing).read_text().split("\n")
     try:
-        main(["-j1", "--isolated", "--exit-zero", "--output-file", os.devnull, *files])
+        select = os.environ.get("TDV_BENCH_SELECT")  # --without: the other default codes
+        main(["-j1", "--isolated", "--exit-zero", "--output-file", os.devnull, *([select] if select else []), *files])
     except SystemExit:
         pass
     total = time.process_time() - start
     print(json.dumps({"total": total, "import": imported, "run": spent[0], "files": spent[1]}))
 
 
-def attribute(envs: dict[str, Path], listing: Path, runs: int) -> int:
+def attribute(envs: dict[str, Path], listing: Path, runs: int, without: list[str] = ()) -> int:
     me = [str(_py(envs["tdv"])), str(Path(__file__).resolve()), "--child", "attribute", str(listing)]
-    print("\n| run | flake8 + TDV CPU s | plugin import s | plugin run() s | plugin share of the rest |")
-    print("|---:|---:|---:|---:|---:|")
+    variants = {"default": None}
+    if without:
+        kept = ",".join(code for code in default_codes(envs["tdv"]) if code not in without)
+        variants["w/o"] = f"--select=E,F,W,C90,{kept}"
+    print("\n| run | rules | flake8 + TDV CPU s | plugin import s | plugin run() s | plugin share of the rest |")
+    print("|---:|---|---:|---:|---:|---:|")
     for number in range(1, runs + 1):
-        done = subprocess.run(me, capture_output=True, text=True, check=True, env=_child_env())
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        ours = row["import"] + row["run"]
-        print(
-            f"| {number} | {row['total']:.2f} | {row['import']:.3f} | {row['run']:.2f} "
-            f"| +{100 * ours / (row['total'] - ours):.1f}% |"
-        )
+        for label, select in variants.items():  # alternated: a load spike hits both
+            env = dict(_child_env(), **({"TDV_BENCH_SELECT": select} if select else {}))
+            done = subprocess.run(me, capture_output=True, text=True, check=True, env=env)
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            ours = row["import"] + row["run"]
+            print(
+                f"| {number} | {label} | {row['total']:.2f} | {row['import']:.3f} | {row['run']:.2f} "
+                f"| +{100 * ours / (row['total'] - ours):.1f}% |"
+            )
     return 0
 
 

@@ -21,7 +21,9 @@ equivalence tests check rule by rule.
 from __future__ import annotations
 
 import ast
+import bisect
 import gc
+import re
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -128,22 +130,55 @@ def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: 
     """A hit for each line holding a word a live rule needs (or an alias of
     one), and for each context word. For a rule whose groups must meet in one
     unit (``TOGETHER``), only lines of units that hold every group."""
+    scan = _Scan(source, tree, present)
     lines: list[tuple[int, str]] = []
     for rule in live:
-        lines += _rule_hits(source, tree, rule, present, index)
-    context = [(offset, CONTEXT) for offset, _ in words.offsets_of(source, context_words(present))]
-    return [Hit(line, scope) for line, scope in lines + _lines(source, context)]
+        lines += _rule_hits(scan, rule, index)
+    context = [line for word in context_words(present) for line in scan.lines_of(word)]
+    return [Hit(line, scope) for line, scope in lines] + [Hit(line, CONTEXT) for line in context]
 
 
-def _rule_hits(source, tree, rule, present, index) -> list[tuple[int, str]]:
+class _Scan:
+    """One file's word lines, each word scanned once however many rules
+    want it (``.to(`` is wanted by most)."""
+
+    def __init__(self, source: str, tree: ast.Module, present: frozenset) -> None:
+        self.source, self.tree, self.present = source, tree, present
+        self._lines: dict[str, list[int]] = {}
+        self._aliases: dict[frozenset, set[str]] = {}
+        self._breaks: Optional[list[int]] = None
+
+    def lines_of(self, word: str) -> list[int]:
+        """The line of each place ``word`` occurs (see ``words``)."""
+        found = self._lines.get(word)
+        if found is None:
+            found = self._lines[word] = [self.line_at(offset) for offset, _ in words.offsets_of(self.source, [word])]
+        return found
+
+    def line_at(self, offset: int) -> int:
+        if self._breaks is None:
+            self._breaks = [match.start() for match in _NEWLINE.finditer(self.source)]
+        return bisect.bisect_left(self._breaks, offset) + 1
+
+    def group_words(self, group: set[str]) -> set[str]:
+        """The words of ``group`` present in the file, and the module-level
+        aliases of its plain names."""
+        wanted = {word for word in group if words.occurs(word, self.present)}
+        named = frozenset(words.bare(word) for word in wanted if not words.is_part(word))
+        if named:
+            if named not in self._aliases:
+                self._aliases[named] = words.alias_words(self.tree, set(named))
+            wanted |= self._aliases[named]
+        return wanted
+
+
+_NEWLINE = re.compile("\n")
+
+
+def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]]:
     groups = [set(group) for group in rule.GROUPS] + [set(rule.READS)]
-    found = []  # (offset, group number)
-    for number, group in enumerate(groups):
-        wanted = {word for word in group if words.occurs(word, present)}
-        named = {words.bare(word) for word in wanted if not words.is_part(word)}
-        wanted |= words.alias_words(tree, named) if named else set()
-        found += [(offset, number) for offset, _ in words.offsets_of(source, wanted)]
-    located = _lines(source, found)
+    located = [(line, number) for number, group in enumerate(groups) for word in scan.group_words(group)
+               for line in scan.lines_of(word)]
     if not rule.TOGETHER:
         return [(line, rule.SCOPE) for line, _ in located]
     needed = set(range(len(rule.GROUPS)))
@@ -151,16 +186,6 @@ def _rule_hits(source, tree, rule, present, index) -> list[tuple[int, str]]:
     for line, number in located:
         by_unit.setdefault(index.unit_key(line, rule.SCOPE), set()).add(number)
     return [(line, rule.SCOPE) for line, number in located if needed <= by_unit[index.unit_key(line, rule.SCOPE)]]
-
-
-def _lines(source: str, pairs: list) -> list:
-    """(offset, x) pairs as (line, x), in order; each newline counted once."""
-    out, line, previous = [], 1, 0
-    for offset, item in sorted(pairs, key=lambda pair: pair[0]):
-        line += source.count("\n", previous, offset)
-        previous = offset
-        out.append((line, item))
-    return out
 
 
 def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result:

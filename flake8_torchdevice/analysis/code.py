@@ -85,13 +85,26 @@ def children(node: cst.CSTNode, fields: Iterable[str]) -> list:
     add = children.append
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            add(value)
-        elif isinstance(value, (tuple, list)):
+        kind = type(value)
+        if kind is tuple or kind is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(type(item)):
                     add(item)
+        elif _is_node(kind):
+            add(value)
     return children
+
+
+def _is_node(kind: type) -> bool:
+    """``issubclass(kind, cst.CSTNode)``, cached by type: an ``isinstance``
+    against LibCST's abstract base costs an ABC check on every field."""
+    known = _NODE_TYPES.get(kind)
+    if known is None:
+        known = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
+_NODE_TYPES: dict = {}
 
 
 def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:

@@ -1,0 +1,40 @@
+"""benchmarks/run.py's ``--without``: the rows that price some default rules."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from flake8_torchdevice.rules import ALL_RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("tdv_bench_run_script", ROOT / "benchmarks" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_without_runs_our_tools_with_the_other_default_codes_selected(tmp_path):
+    bench = _bench_module()
+    env = Path(sys.prefix)  # this venv has the package, its console scripts and flake8
+    if not (env / "bin" / "torchdevice").exists():
+        raise AssertionError(f"no torchdevice script in {env}: install the package first")
+    listing = tmp_path / "files.txt"
+    table = bench.commands({"tdv": env, "flake8": env}, [Path("a.py")], listing, [], ["TDV601", "TDV603"])
+    others = [rule.CODE for rule in ALL_RULES if rule.DEFAULT_ENABLED and rule.CODE not in ("TDV601", "TDV603")]
+    standalone = table["torchdevice -j1 w/o"]
+    assert standalone[standalone.index("--select") + 1].split(",") == others
+    assert standalone[-1] == "a.py"
+    plugin = table["flake8 -j1 + TDV w/o"]
+    assert f"--select=E,F,W,C90,{','.join(others)}" in plugin
+    assert [arg for arg in plugin if not arg.startswith("--select")] == table["flake8 -j1 + TDV"]
+
+
+def test_without_nothing_adds_no_rows(tmp_path):
+    bench = _bench_module()
+    table = bench.commands({"tdv": Path(sys.prefix), "flake8": Path(sys.prefix)}, [Path("a.py")], tmp_path / "f", [])
+    assert not [name for name in table if "w/o" in name]
