@@ -171,9 +171,8 @@ def commands(
         kept = ",".join(code for code in default_codes(envs["tdv"]) if code not in without)
         table[_without("torchdevice -j1")] = [str(standalone), "-j1", "--isolated", "--exit-zero", "--select", kept]
         table[_without("torchdevice -j1")] += names
-        table[_without("flake8 -j1 + TDV")] = table["flake8 -j1 + TDV"][:1] + [
-            f"--select=E,F,W,C90,{kept}", *table["flake8 -j1 + TDV"][1:]
-        ]
+        flake8 = table["flake8 -j1 + TDV"]
+        table[_without("flake8 -j1 + TDV")] = flake8[:1] + flake8_without(envs["tdv"], without) + flake8[1:]
     if "torchfix" in envs:
         table["torchfix -j1"] = [str(envs["torchfix"] / "bin" / "torchfix"), "-j", "1", *names]
     return {k: v for k, v in table.items() if not tools or re.split(r"[ .]", k)[0] in tools}
@@ -187,6 +186,16 @@ def default_codes(env: Path) -> list[str]:
     """The codes on by default in that venv's plugin."""
     program = "from flake8_torchdevice.rules import ALL_RULES as R; print(*(r.CODE for r in R if r.DEFAULT_ENABLED))"
     return subprocess.run([str(_py(env)), "-c", program], capture_output=True, text=True, check=True).stdout.split()
+
+
+def flake8_without(env: Path, without: list[str]) -> list[str]:
+    """flake8 options that run our plugin without the rules ``without`` and
+    leave flake8's own output as by default (an explicit ``--select`` would
+    show the codes flake8 ignores by default)."""
+    program = "from flake8.defaults import IGNORE; print(*IGNORE)"
+    ignored = subprocess.run([str(_py(env)), "-c", program], capture_output=True, text=True, check=True).stdout.split()
+    kept = ",".join(code for code in default_codes(env) if code not in without)
+    return [f"--select=E,F,W,C90,{kept}", f"--extend-ignore={','.join(ignored)}"]
 
 
 def _on_few_files(argv: list[str]) -> list[str]:
@@ -391,8 +400,8 @@ def attribute_child(listing: str) -> None:
 
     files = Path(listing).read_text().split("\n")
     try:
-        select = os.environ.get("TDV_BENCH_SELECT")  # --without: the other default codes
-        main(["-j1", "--isolated", "--exit-zero", "--output-file", os.devnull, *([select] if select else []), *files])
+        options = json.loads(os.environ.get("TDV_BENCH_OPTIONS", "[]"))  # --without: the other default codes
+        main(["-j1", "--isolated", "--exit-zero", "--output-file", os.devnull, *options, *files])
     except SystemExit:
         pass
     total = time.process_time() - start
@@ -401,15 +410,14 @@ def attribute_child(listing: str) -> None:
 
 def attribute(envs: dict[str, Path], listing: Path, runs: int, without: list[str] = ()) -> int:
     me = [str(_py(envs["tdv"])), str(Path(__file__).resolve()), "--child", "attribute", str(listing)]
-    variants = {"default": None}
+    variants = {"default": []}
     if without:
-        kept = ",".join(code for code in default_codes(envs["tdv"]) if code not in without)
-        variants["w/o"] = f"--select=E,F,W,C90,{kept}"
+        variants["w/o"] = flake8_without(envs["tdv"], without)
     print("\n| run | rules | flake8 + TDV CPU s | plugin import s | plugin run() s | plugin share of the rest |")
     print("|---:|---|---:|---:|---:|---:|")
     for number in range(1, runs + 1):
-        for label, select in variants.items():  # alternated: a load spike hits both
-            env = dict(_child_env(), **({"TDV_BENCH_SELECT": select} if select else {}))
+        for label, options in variants.items():  # alternated: a load spike hits both
+            env = dict(_child_env(), TDV_BENCH_OPTIONS=json.dumps(options))
             done = subprocess.run(me, capture_output=True, text=True, check=True, env=env)
             row = json.loads(done.stdout.strip().splitlines()[-1])
             ours = row["import"] + row["run"]
