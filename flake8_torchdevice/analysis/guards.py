@@ -33,12 +33,15 @@ _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
 # recognise holds one (an early exit sits in the ``if`` whose test does).
 # The engine keeps the module- and class-level statements holding them, and,
 # where a function is parsed statement by statement, its statements too.
-_CONTEXT_PATTERN = re.compile(r"cuda|gpu|device_count|multi_?device|set_device|pytestmark|init_process_group", re.I)
+_CONTEXT_PARTS = r"cuda|gpu|device_count|multi_?device|set_device|pytestmark|init_process_group"
+# A whole line of identifiers joined by newlines that holds a part: one C-level
+# scan per file, not one search per identifier.
+_CONTEXT_IDENTIFIER = re.compile(rf"^.*(?:{_CONTEXT_PARTS}).*$", re.I | re.M)
 
 
 def context_words(present) -> set:
     """The context words among the identifiers ``present`` in a file."""
-    return {word for word in present if _CONTEXT_PATTERN.search(word)}
+    return set(_CONTEXT_IDENTIFIER.findall("\n".join(present)))
 
 
 # Calls that end the current block (``pytest.skip``, ``sys.exit``, ``self.skipTest``).
