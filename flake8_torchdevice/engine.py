@@ -23,8 +23,8 @@ from __future__ import annotations
 import ast
 import bisect
 import gc
-import re
 import logging
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
