@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from . import __version__
 from .engine import check_source
@@ -35,6 +35,20 @@ def may_report(code: str, select: Optional[Sequence[str]], extend_select: Option
     return any(code.startswith(entry) for entry in chosen)
 
 
+def _hidden_by_flake8(options) -> Callable[[str], bool]:
+    """Would flake8 drop this code's findings in every file (``extend-ignore =
+    TDV401``)? Then its rule is not run: what it found would be thrown away,
+    so no output changes (per-file ignores only ever hide more). flake8's
+    own decision engine answers; options it did not build answer "no"."""
+    try:
+        from flake8.style_guide import Decision, DecisionEngine
+
+        engine = DecisionEngine(options)
+    except (ImportError, AttributeError, TypeError):
+        return lambda code: False
+    return lambda code: engine.decision_for(code) is Decision.Ignored
+
+
 class TorchDeviceChecker:
     name = "flake8-torchdevice"
     version = __version__
@@ -56,7 +70,10 @@ class TorchDeviceChecker:
     @classmethod
     def parse_options(cls, options) -> None:
         select, extend = getattr(options, "select", None), getattr(options, "extend_select", None)
-        cls._rules = tuple(rule for rule in ALL_RULES if may_report(rule.CODE, select, extend))
+        hidden = _hidden_by_flake8(options)
+        cls._rules = tuple(
+            rule for rule in ALL_RULES if may_report(rule.CODE, select, extend) and not hidden(rule.CODE)
+        )
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         tree = self._tree if isinstance(self._tree, ast.Module) else None

@@ -109,3 +109,32 @@ def test_a_test_file_by_its_name_alone_is_a_test_file_for_flake8_and_the_cli(tmp
         path = _write(tmp_path, text, name)
         assert flake8("--isolated", "--select=TDV401", str(path)).returncode == expected, name
         assert run_cli("--select", "TDV401", name, cwd=tmp_path).code == expected, name
+
+
+def _rules_flake8_runs(monkeypatch, *argv: str) -> set:
+    """The codes whose rules the plugin runs under these flake8 options
+    (flake8's own option parsing, which hands them to ``parse_options``)."""
+    from flake8.options.parse_args import parse_args
+
+    from flake8_torchdevice.plugin import TorchDeviceChecker
+
+    monkeypatch.setattr(TorchDeviceChecker, "_rules", TorchDeviceChecker._rules)  # restored afterwards
+    parse_args(["--isolated", *argv])
+    return {rule.CODE for rule in TorchDeviceChecker._rules}
+
+
+def test_a_code_flake8_ignores_everywhere_is_not_computed(monkeypatch):
+    assert "TDV701" in _rules_flake8_runs(monkeypatch)
+    assert "TDV701" not in _rules_flake8_runs(monkeypatch, "--extend-ignore=TDV701")
+    assert not {"TDV401", "TDV402"} & _rules_flake8_runs(monkeypatch, "--extend-ignore=TDV4")
+    # flake8's own precedence: both explicit, the longer prefix wins, so TDV701 is still shown
+    assert _rules_flake8_runs(monkeypatch, "--extend-ignore=TDV", "--extend-select=TDV701") == {"TDV701"}
+
+
+def test_ignoring_a_code_changes_no_output_but_its_own(tmp_path, flake8):
+    text = BAD + "\n\ndef f(x):\n    x.to('cuda:1')\n"  # TDV701 and TDV401 (and TDV102)
+    path = _write(tmp_path, text)
+    everything = flake8("--isolated", str(path)).stdout.splitlines()
+    without = flake8("--isolated", "--extend-ignore=TDV401", str(path)).stdout.splitlines()
+    assert any("TDV401" in line for line in everything)
+    assert without == [line for line in everything if "TDV401" not in line]
