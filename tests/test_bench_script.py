@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
+from bench_support import bench_module
+
 from flake8_torchdevice.rules import ALL_RULES
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _bench_module():
-    spec = importlib.util.spec_from_file_location("tdv_bench_run_script", ROOT / "benchmarks" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_without_runs_our_tools_with_the_other_default_codes_selected(tmp_path):
-    bench = _bench_module()
+    bench = bench_module()
     env = Path(sys.prefix)  # this venv has the package, its console scripts and flake8
     if not (env / "bin" / "torchdevice").exists():
         raise AssertionError(f"no torchdevice script in {env}: install the package first")
@@ -38,6 +30,6 @@ def test_without_runs_our_tools_with_the_other_default_codes_selected(tmp_path):
 
 
 def test_without_nothing_adds_no_rows(tmp_path):
-    bench = _bench_module()
+    bench = bench_module()
     table = bench.commands({"tdv": Path(sys.prefix), "flake8": Path(sys.prefix)}, [Path("a.py")], tmp_path / "f", [])
     assert not [name for name in table if "w/o" in name]

@@ -11,26 +11,14 @@ benchmarked call then runs once, as a plain test of its result. Measure with
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from bench_support import bench_module
 
 from flake8_torchdevice.engine import check_source
 
 pytest.importorskip("pytest_benchmark")
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _bench_module():
-    spec = importlib.util.spec_from_file_location("tdv_bench_run", ROOT / "benchmarks" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench_module()
+BENCH = bench_module()
 # ~1k lines in which every function and class meets a trigger: the worst case.
 DENSE = BENCH.scaling_source(1000)
 # ~1k lines of ordinary code that mentions torch but meets no trigger: what

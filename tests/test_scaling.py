@@ -12,19 +12,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench_support import bench_module
+
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice import words
 
-ROOT = Path(__file__).resolve().parent.parent
 
 # Texts built from the pieces that matter to the scans: names, their
 # prefixes and suffixes, word characters, dots, assignment, comments, lines.
@@ -116,13 +115,6 @@ def test_reports_land_on_the_files_own_lines_and_columns():
     assert found == expected
 
 
-def _bench_module():
-    spec = importlib.util.spec_from_file_location("tdv_bench_run", ROOT / "benchmarks" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _cpu_per_line(source: str, rounds: int) -> float:
     best = float("inf")
     for _ in range(rounds):
@@ -134,7 +126,7 @@ def _cpu_per_line(source: str, rounds: int) -> float:
 
 @pytest.mark.slow
 def test_time_per_line_stays_flat_as_a_file_grows():
-    bench = _bench_module()
+    bench = bench_module()
     small, large = bench.scaling_source(500), bench.scaling_source(4000)
     _cpu_per_line(small, 1)  # warm caches and imports
     ratio = _cpu_per_line(large, 2) / _cpu_per_line(small, 4)

@@ -20,7 +20,7 @@ from fixture_cases import FIXTURES, all_cases
 from respell import respellings
 from flake8_torchdevice import words
 from flake8_torchdevice.engine import check_source
-from flake8_torchdevice.rules import ALL_RULES
+from flake8_torchdevice.rules import ALL_RULES, RULES_BY_CODE
 
 CASES = all_cases()
 
@@ -205,7 +205,7 @@ def test_a_flow_rule_finds_a_cpu_destination_named_by_a_variable():
         "import torch\n\n\ndef make():\n    return torch.zeros(3)\n\n\n"
         "def run(cfg):\n    w = load()\n    a = w.cuda().to(cfg.cpu_dev)\n    return a + w.cuda()\n"
     )
-    rule = [r for r in ALL_RULES if r.CODE == "TDV601"]
+    rule = [RULES_BY_CODE["TDV601"]]
     assert findings(source, rule) == [(11, 11, "TDV601")] == findings(source, rule, full=True)
 
 
@@ -218,7 +218,7 @@ def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
         "def inner(path):\n    import torch as th\n    return th.load(path)\n\n\n"
         "def after(path):\n    return th.load(path)\n"
     )
-    rule = [r for r in ALL_RULES if r.CODE == "TDV201"]
+    rule = [RULES_BY_CODE["TDV201"]]
     assert findings(source, rule) == [(10, 11, "TDV201"), (15, 11, "TDV201")] == findings(source, rule, full=True)
 
 
@@ -229,7 +229,7 @@ def test_a_class_body_binding_is_not_seen_by_its_methods():
         "import torch\n\n\nclass Trainer:\n    torch = object()\n\n"
         "    def scaler(self):\n        return torch.cuda.amp.GradScaler()\n"
     )
-    rule = [r for r in ALL_RULES if r.CODE == "TDV701"]
+    rule = [RULES_BY_CODE["TDV701"]]
     assert findings(source, rule) == [(8, 15, "TDV701")] == findings(source, rule, full=True)
 
 
@@ -241,7 +241,7 @@ def test_every_device_position_of_tdv401_holds_a_needed_word():
         "def b():\n    torch.set_default_device(1)\n\n\n"
         "def c():\n    gpu = 2\n    torch.set_default_device(gpu)\n"
     )
-    rule = [r for r in ALL_RULES if r.CODE == "TDV401"]
+    rule = [RULES_BY_CODE["TDV401"]]
     assert findings(source, rule) == [(9, 29, "TDV401"), (13, 10, "TDV401")] == findings(source, rule, full=True)
 
 
