@@ -168,11 +168,11 @@ def commands(
         "flake8 -j1 + TDV": [str(envs["tdv"] / "bin" / "flake8"), "-j1", "--isolated", "--exit-zero", *names],
     }
     if without and standalone:
-        kept = ",".join(code for code in default_codes(envs["tdv"]) if code not in without)
+        kept = kept_codes(envs["tdv"], without)
         table[_without("torchdevice -j1")] = [str(standalone), "-j1", "--isolated", "--exit-zero", "--select", kept]
         table[_without("torchdevice -j1")] += names
         flake8 = table["flake8 -j1 + TDV"]
-        table[_without("flake8 -j1 + TDV")] = flake8[:1] + flake8_without(envs["tdv"], without) + flake8[1:]
+        table[_without("flake8 -j1 + TDV")] = flake8[:1] + flake8_selecting(envs["tdv"], kept) + flake8[1:]
     if "torchfix" in envs:
         table["torchfix -j1"] = [str(envs["torchfix"] / "bin" / "torchfix"), "-j", "1", *names]
     return {k: v for k, v in table.items() if not tools or re.split(r"[ .]", k)[0] in tools}
@@ -182,19 +182,19 @@ def _without(tool: str) -> str:
     return f"{tool} w/o"
 
 
-def default_codes(env: Path) -> list[str]:
-    """The codes on by default in that venv's plugin."""
+def kept_codes(env: Path, without: list[str]) -> str:
+    """The codes on by default in that venv's plugin, but ``without``, comma-joined."""
     program = "from flake8_torchdevice.rules import ALL_RULES as R; print(*(r.CODE for r in R if r.DEFAULT_ENABLED))"
-    return subprocess.run([str(_py(env)), "-c", program], capture_output=True, text=True, check=True).stdout.split()
+    found = subprocess.run([str(_py(env)), "-c", program], capture_output=True, text=True, check=True).stdout.split()
+    return ",".join(code for code in found if code not in without)
 
 
-def flake8_without(env: Path, without: list[str]) -> list[str]:
-    """flake8 options that run our plugin without the rules ``without`` and
+def flake8_selecting(env: Path, kept: str) -> list[str]:
+    """flake8 options that run our plugin with the rules ``kept`` alone and
     leave flake8's own output as by default (an explicit ``--select`` would
     show the codes flake8 ignores by default)."""
     program = "from flake8.defaults import IGNORE; print(*IGNORE)"
     ignored = subprocess.run([str(_py(env)), "-c", program], capture_output=True, text=True, check=True).stdout.split()
-    kept = ",".join(code for code in default_codes(env) if code not in without)
     return [f"--select=E,F,W,C90,{kept}", f"--extend-ignore={','.join(ignored)}"]
 
 
@@ -412,7 +412,7 @@ def attribute(envs: dict[str, Path], listing: Path, runs: int, without: list[str
     me = [str(_py(envs["tdv"])), str(Path(__file__).resolve()), "--child", "attribute", str(listing)]
     variants = {"default": []}
     if without:
-        variants["w/o"] = flake8_without(envs["tdv"], without)
+        variants["w/o"] = flake8_selecting(envs["tdv"], kept_codes(envs["tdv"], without))
     print("\n| run | rules | flake8 + TDV CPU s | plugin import s | plugin run() s | plugin share of the rest |")
     print("|---:|---|---:|---:|---:|---:|")
     for number in range(1, runs + 1):
