@@ -10,6 +10,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--proof-table", metavar="PATH", default=None,
+        help="after the runtime proofs, write this run's columns of the proof table into PATH "
+        "(docs/gpu-proofs.md), keeping the columns other torch builds and machines filled",
+    )
+
+
 def run_flake8(*args: str, input: str | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """Run the real flake8 command (same interpreter), isolated from user config."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLAKE8")}

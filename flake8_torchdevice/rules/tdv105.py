@@ -83,6 +83,21 @@ class CudaOnlyCallWithChosenDevice(DeviceChoice, CudaGuards, Rule):
     ```
     RuntimeError: Tried to instantiate dummy base class Event
     ```
+
+    A CUDA build of torch with no GPU visible (`CUDA_VISIBLE_DEVICES=""`, or a GPU
+    workstation's build on a machine without one) words the same mistakes differently:
+    `torch.cuda.Event()` constructs, and its `record()` fails, as do `synchronize()` and
+    `get_device_name()`:
+
+    ```
+    RuntimeError: No CUDA GPUs are available
+    ```
+
+    `reset_peak_memory_stats()`:
+
+    ```
+    RuntimeError: invalid argument to reset_peak_memory_stats
+    ```
     """
 
     CODE = "TDV105"

@@ -68,6 +68,12 @@ class OtherLoaderWithoutMapLocation(RoundTrips, Rule):
     ```
     NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend.
     ```
+
+    The same file on a CUDA build of torch with no GPU visible:
+
+    ```
+    RuntimeError: No CUDA GPUs are available
+    ```
     """
 
     CODE = "TDV202"

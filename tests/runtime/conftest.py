@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from fixture_cases import FIXTURES, all_cases
 from flake8_torchdevice.rules import ALL_RULES
 
-from . import proofs, summary, warm
+from . import proofs, summary, table, warm
 
 RECORDS = pytest.StashKey[list]()
 
@@ -27,6 +28,12 @@ def device_count() -> int:
     torch = pytest.importorskip("torch")  # absent on the Pythons without a local torch wheel
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.fixture(scope="session")
+def torch_build() -> str:
+    """The kind of torch build the CPU claims are judged on here, asked of torch itself."""
+    return summary.build_of(pytest.importorskip("torch"))
 
 
 @pytest.fixture(scope="session")
@@ -71,9 +78,21 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     records = config.stash.get(RECORDS, [])
     if not records:
         return
+    import torch
+
     all_proofs, _ = proofs.collect(all_cases())
     gpu_declared = {p.rule for p in all_proofs if p.gpus > 0}
     rules = [rule.CODE for rule in ALL_RULES]
+    rows = summary.rows(records, rules, gpu_declared)
+    build = summary.build_of(torch)
     terminalreporter.write_sep("=", "runtime proofs (real torch, nothing mocked)")
-    for line in summary.render(summary.rows(records, rules, gpu_declared)):
+    terminalreporter.write_line(f"torch {torch.__version__}, a {build} build: the CPU claims were judged for it")
+    for line in summary.render(rows):
         terminalreporter.write_line(line)
+    target = config.getoption("--proof-table")
+    if target:
+        gpus = max((r.gpus for r in records if not r.status.startswith("skipped")), default=0)
+        columns = table.filled_columns(build, gpu_results=gpus > 0)
+        visible = torch.cuda.device_count() if gpus else 0
+        table.update(Path(target), rows, columns, table.run_description(torch, visible))
+        terminalreporter.write_line(f"wrote columns {', '.join(summary.COLUMNS[i] for i in columns)} of {target}")

@@ -42,26 +42,41 @@ NO_CUDA = (
     ("RuntimeError", "No CUDA GPUs are available"),
 )
 
-_CLAIM = re.compile(
-    r"^(?:(?P<runs>runs)|fails\s+(?P<exc>[A-Za-z_][\w.]*):\s*(?P<text>\S.*?)|(?P<static>static)\b.*)\s*$"
-)
+_CLAIM = re.compile(r"^(?:(?P<runs>runs)|fails\s+(?P<failures>\S.*?)|(?P<static>static)\b.*)\s*$")
+_FAILURE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*):\s*(?P<text>\S.*?)\s*$")
+# "fails A: one message | B: another": the alternatives a claim accepts, where torch's
+# builds word the same mistake differently. A "|" starts an alternative only before
+# "ExcType:", so a message may still contain one.
+_ALTERNATIVE = re.compile(r"\s+\|\s+(?=[A-Za-z_][\w.]*:)")
 _GPU_KEY = re.compile(r"^proof-gpu\s+(?P<n>[1-9]\d*)$")
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+')
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
 
 
 @dataclass(frozen=True)
-class Claim:
-    outcome: str  # "runs" | "fails" | "static"
-    exc_type: str = ""
-    substring: str = ""
+class Failure:
+    """One failure a claim accepts: the exception's type and a substring of its message."""
+
+    exc_type: str
+    substring: str
 
     def text(self) -> str:
-        return f"fails {self.exc_type}: {self.substring}" if self.outcome == "fails" else self.outcome
+        return f"{self.exc_type}: {self.substring}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    outcome: str  # "runs" | "fails" | "static"
+    failures: tuple = ()  # of Failure, for "fails": any one of them is met
+
+    def text(self) -> str:
+        if self.outcome != "fails":
+            return self.outcome
+        return "fails " + " | ".join(f.text() for f in self.failures)
 
 
 def parse_claim(value: str) -> Claim:
-    """``runs`` / ``fails ExcType: substring`` / ``static — reason``; ValueError otherwise."""
+    """``runs`` / ``fails ExcType: substring [| ExcType: substring ...]`` / ``static — reason``."""
     match = _CLAIM.match(value.strip())
     if not match:
         raise ValueError(f"malformed proof claim {value!r}: want 'runs', 'fails ExcType: substring' or 'static ...'")
@@ -69,7 +84,13 @@ def parse_claim(value: str) -> Claim:
         return Claim("runs")
     if match["static"]:
         return Claim("static")
-    return Claim("fails", match["exc"], match["text"])
+    failures = []
+    for part in _ALTERNATIVE.split(match["failures"]):
+        failure = _FAILURE.match(part)
+        if not failure:
+            raise ValueError(f"malformed proof claim {value!r}: {part!r} is not 'ExcType: substring'")
+        failures.append(Failure(failure["exc"], failure["text"]))
+    return Claim("fails", tuple(failures))
 
 
 @dataclass(frozen=True)
@@ -221,11 +242,16 @@ def _same_type(claimed: str, printed: str) -> bool:
     return printed == claimed or printed.rsplit(".", 1)[-1] == claimed
 
 
-def claims_no_cuda(claim: Claim) -> bool:
-    """Whether a claim names one of torch's "no usable CUDA here" failures."""
-    return claim.outcome == "fails" and any(
-        kind == claim.exc_type and (claim.substring in msg or msg in claim.substring) for kind, msg in NO_CUDA
+def names_no_cuda(failure: Failure) -> bool:
+    """Whether a claimed failure is one of torch's "no usable CUDA here" failures."""
+    return any(
+        kind == failure.exc_type and (failure.substring in msg or msg in failure.substring) for kind, msg in NO_CUDA
     )
+
+
+def claims_no_cuda(claim: Claim) -> bool:
+    """Whether every failure a claim accepts is only the absence of CUDA."""
+    return claim.outcome == "fails" and all(names_no_cuda(f) for f in claim.failures)
 
 
 def raised_no_cuda(raised: Raised) -> bool:
@@ -263,12 +289,18 @@ def _judge_failure(claim: Claim, raised: Raised, fixtures: Path) -> Verdict:
     if own_code and raised.frame_source.startswith("raise"):
         return Verdict(False, f"the fixture raised {raised.exc_type} itself ({raised.frame_source!r}): not torch's")
     got = f"{raised.exc_type}: {_first(raised.message)}"
-    exact = _same_type(claim.exc_type, raised.exc_type) and claim.substring in raised.message
-    claimed_no_cuda = claims_no_cuda(claim)
-    if not exact and not (claimed_no_cuda and raised_no_cuda(raised)):
+    met = next((f for f in claim.failures if _meets(f, raised)), None)
+    if met is None:
         return Verdict(False, f"claimed {claim.text()!r}, got {got}")
     postcondition = own_code and raised.exc_type == "AssertionError" and raised.frame_source.startswith("assert")
-    return Verdict(True, got, postcondition=postcondition, no_cuda=claimed_no_cuda)
+    return Verdict(True, got, postcondition=postcondition, no_cuda=names_no_cuda(met))
+
+
+def _meets(failure: Failure, raised: Raised) -> bool:
+    """The exception is the claimed one, or both are torch's "no usable CUDA here"."""
+    if _same_type(failure.exc_type, raised.exc_type) and failure.substring in raised.message:
+        return True
+    return names_no_cuda(failure) and raised_no_cuda(raised)
 
 
 def _inside(file: str, folder: Path) -> bool:

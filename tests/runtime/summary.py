@@ -13,6 +13,13 @@ FOOTNOTES = {
 }
 
 
+# The kinds of torch build a CPU claim is judged on: the CPU-only wheel, and a CUDA
+# wheel with every GPU hidden (CUDA_VISIBLE_DEVICES=""), which words some mistakes
+# differently (a GPU workstation's pytest run).
+CPU_ONLY, CUDA_BUILD = "cpu-only", "cuda"
+COLUMNS = ("rule", "CPU-only build", "CUDA build, no GPU visible", "GPU")
+
+
 @dataclass(frozen=True)
 class Record:
     """What became of one proof in this run."""
@@ -23,6 +30,12 @@ class Record:
     status: str  # "passed" | "failed" | "skipped: needs N GPUs"
     postcondition: bool = False
     no_cuda: bool = False
+    build: str = CPU_ONLY  # the torch build the program ran on
+
+
+def build_of(torch) -> str:
+    """Which kind of build ``torch`` is, read from torch itself."""
+    return CUDA_BUILD if torch.backends.cuda.is_built() else CPU_ONLY
 
 
 def cpu_cell(records: list[Record]) -> str:
@@ -59,20 +72,28 @@ def gpu_cell(records: list[Record], declared: bool) -> str:
     return ", ".join(skipped)
 
 
-def rows(records: list[Record], rules: list[str], gpu_declared: set) -> list[tuple[str, str, str]]:
-    """One row per rule: (rule, CPU proof, GPU proof)."""
+def rows(records: list[Record], rules: list[str], gpu_declared: set) -> list[tuple[str, str, str, str]]:
+    """One row per rule: (rule, CPU proof on a CPU-only build, on a CUDA build with no GPU visible, GPU proof).
+
+    A CPU column this run's build did not fill says so: one run judges one build."""
+    builds = {r.build for r in records if r.gpus == 0}
     table = []
     for rule in sorted(set(rules) | {r.rule for r in records}):
         mine = [r for r in records if r.rule == rule]
-        cpu = [r for r in mine if r.gpus == 0]
+        cpu = [_build_cell([r for r in mine if r.gpus == 0 and r.build == b], b in builds)
+               for b in (CPU_ONLY, CUDA_BUILD)]
         gpu = [r for r in mine if r.gpus > 0]
-        table.append((rule, cpu_cell(cpu), gpu_cell(gpu, rule in gpu_declared)))
+        table.append((rule, *cpu, gpu_cell(gpu, rule in gpu_declared)))
     return table
 
 
-def render(table: list[tuple[str, str, str]], header: Optional[tuple] = None) -> list[str]:
-    header = header or ("rule", "CPU proof", "GPU proof")
-    widths = [max(len(row[i]) for row in [header, *table]) for i in range(3)]
+def _build_cell(records: list[Record], this_build: bool) -> str:
+    return cpu_cell(records) if this_build else "not run (another torch build)"
+
+
+def render(table: list[tuple], header: Optional[tuple] = None) -> list[str]:
+    header = header or COLUMNS
+    widths = [max(len(row[i]) for row in [header, *table]) for i in range(len(header))]
 
     def line(row) -> str:
         return "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()

@@ -9,7 +9,7 @@ import pytest
 from fixture_cases import headers_of
 
 from . import proofs, summary
-from .proofs import Claim, Outcome, judge, parse_claim
+from .proofs import Claim, Failure, Outcome, judge, parse_claim
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def _outcome(stderr: str) -> Outcome:
 
 
 TORCH_FILE = "/site-packages/torch/cuda/__init__.py"
-NO_CUDA_CLAIM = Claim("fails", "AssertionError", "Torch not compiled with CUDA enabled")
+NO_CUDA_CLAIM = parse_claim("fails AssertionError: Torch not compiled with CUDA enabled")
 
 
 @pytest.mark.parametrize(
@@ -144,7 +144,7 @@ def test_nothing_else_meets_a_no_cuda_claim(tmp_path, last):
 
 
 def test_meta_not_implemented_is_not_a_device_error(tmp_path):
-    claim = Claim("fails", "RuntimeError", "Could not run")
+    claim = parse_claim("fails RuntimeError: Could not run")
     stderr = _traceback("/fixtures/x.py", "x.nonzero()", "NotImplementedError: Could not run 'aten::nonzero'")
     assert not judge(claim, _outcome(stderr), tmp_path).passed
 
@@ -169,7 +169,7 @@ def test_rank_prefixes_of_torch_distributed_are_read_through():
 
 def test_no_traceback_is_no_exception():
     assert proofs.final_exception("Segmentation fault\n") is None
-    assert not judge(Claim("fails", "RuntimeError", "x"), _outcome("Segmentation fault\n"), None).passed
+    assert not judge(parse_claim("fails RuntimeError: x"), _outcome("Segmentation fault\n"), None).passed
 
 
 # -- headers and machines -------------------------------------------------
@@ -179,9 +179,10 @@ def test_claims_parse_and_malformed_ones_are_refused():
     assert parse_claim("runs") == Claim("runs")
     assert parse_claim("static — needs two GPUs").outcome == "static"
     assert parse_claim("fails torch.AcceleratorError: CUDA error: invalid device ordinal") == Claim(
-        "fails", "torch.AcceleratorError", "CUDA error: invalid device ordinal"
+        "fails", (Failure("torch.AcceleratorError", "CUDA error: invalid device ordinal"),)
     )
-    for bad in ["fails", "fails RuntimeError", "fails RuntimeError:", "crashes", "runs fast"]:
+    assert parse_claim("fails A: x | y | B.C: z") == Claim("fails", (Failure("A", "x | y"), Failure("B.C", "z")))
+    for bad in ["fails", "fails RuntimeError", "fails RuntimeError:", "crashes", "runs fast", "fails A: x |  B:"]:
         with pytest.raises(ValueError):
             parse_claim(bad)
 
@@ -190,7 +191,7 @@ def test_headers_give_cpu_and_gpu_proofs_but_no_static_ones(tmp_path):
     path = tmp_path / "TDV999" / "case.py"
     text = "# proof: static — needs a GPU\n# proof-gpu 2: fails RuntimeError: boom\n# twin: ok.py\nx = 1\n"
     (found,) = proofs.proofs_of(path, headers_of(text))
-    assert (found.rule, found.gpus, found.claim.exc_type) == ("TDV999", 2, "RuntimeError")
+    assert (found.rule, found.gpus, found.claim.failures[0].exc_type) == ("TDV999", 2, "RuntimeError")
     assert found.id == "TDV999/case.py:gpu2"
     for bad_key in ["# proof-gpu: runs\n", "# proof-gpu 0: runs\n"]:
         with pytest.raises(ValueError):
@@ -221,12 +222,33 @@ def test_table_says_what_was_proven_where():
         summary.Record("TDV501", 0, "fails", "passed", postcondition=True),
         summary.Record("TDV301", 0, "fails", "failed"),
     ]
-    table = dict((rule, (cpu, gpu)) for rule, cpu, gpu in summary.rows(records, ["TDV101"], {"TDV401"}))
-    assert table["TDV401"] == (f"passed (1 fail as claimed, 1 run); {summary.NO_CUDA_NOTE}", "skipped: needs 1 GPU")
-    assert table["TDV501"] == ("passed (1 fail as claimed, 0 run); post-condition", "none written")
+    table = {row[0]: row[1:] for row in summary.rows(records, ["TDV101"], {"TDV401"})}
+    other = "not run (another torch build)"
+    assert table["TDV401"] == (
+        f"passed (1 fail as claimed, 1 run); {summary.NO_CUDA_NOTE}", other, "skipped: needs 1 GPU"
+    )
+    assert table["TDV501"] == ("passed (1 fail as claimed, 0 run); post-condition", other, "none written")
     assert table["TDV301"][0] == "failed (1 of 1 proofs)"
-    assert table["TDV101"] == ("not run", "none written")
+    assert table["TDV101"] == ("not run", other, "none written")
     lines = summary.render(summary.rows(records, [], set()))
-    assert lines[0].split() == ["rule", "CPU", "proof", "GPU", "proof"] and len(lines) == 2 + 3 + 2
+    assert lines[0].startswith("rule") and "CUDA build, no GPU visible" in lines[0] and len(lines) == 2 + 3 + 2
     assert lines[-2].startswith(summary.NO_CUDA_NOTE + ": ") and lines[-1].startswith("post-condition: ")
     assert len(summary.render(summary.rows(records[-1:], [], set()))) == 2 + 1  # no note without its case
+
+
+def test_a_cuda_build_fills_its_own_cpu_column():
+    records = [
+        summary.Record("TDV105", 0, "fails", "passed", no_cuda=True, build=summary.CUDA_BUILD),
+        summary.Record("TDV105", 1, "runs", "passed", build=summary.CUDA_BUILD),
+    ]
+    (row,) = summary.rows(records, [], {"TDV105"})
+    assert row == (
+        "TDV105", "not run (another torch build)",
+        f"passed (1 fail as claimed, 0 run); {summary.NO_CUDA_NOTE}", "passed (1 proofs)",
+    )
+
+
+def test_the_build_is_read_from_torch():
+    torch = pytest.importorskip("torch")
+    expected = summary.CUDA_BUILD if torch.version.cuda else summary.CPU_ONLY
+    assert summary.build_of(torch) == expected
