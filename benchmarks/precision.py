@@ -6,8 +6,10 @@
     python benchmarks/precision.py --json > out.json
     python benchmarks/precision.py --offline          # only what is in the cache
 
-The corpus is ``benchmarks/realworld/projects.csv``: pinned PyPI sdists, split once
-into ``tune`` and ``heldout``. Each sdist is fetched from PyPI (its simple API gives
+The corpus is ``benchmarks/realworld/projects.csv``: pinned PyPI sdists and pinned
+commits of GitHub repositories (``github:owner/name``, read from a local mirror under
+``$TDV_MIRRORS``, default /work/.mirror), split into ``tune`` and ``heldout`` by the
+hash rules written in that file. Notebooks count: their code cells, joined. Each sdist is fetched from PyPI (its simple API gives
 the file and its sha256; the same file ``pip download --no-deps --no-binary :all:
 NAME==VERSION`` fetches), checked, and extracted under the cache directory
 (``$TDV_REALWORLD_CACHE``, default ``~/.cache/flake8-torchdevice/realworld``).
@@ -212,7 +214,52 @@ def download(project: Project, cache: Path) -> Path:
 
 
 def _normal(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
+    return name.lower().replace("_", "-").replace(".", "-").replace("github:", "").replace("/", "+")
+
+
+# ------------------------------------------------------- repositories (v2)
+REPO_PREFIX = "github:"
+
+
+def mirrors_dir() -> Path:
+    return Path(os.environ.get("TDV_MIRRORS", "/work/.mirror"))
+
+
+def mirror_git_dir(project: Project) -> Path:
+    """The git directory of a ``github:owner/name`` project's local mirror."""
+    top = mirrors_dir() / project.name[len(REPO_PREFIX):].replace("/", "+") / "repo"
+    return top / ".git" if (top / ".git").is_dir() else top
+
+
+def export_commit(project: Project, root: Path) -> None:
+    """The project's .py and .ipynb files at its pinned commit, from the local mirror.
+
+    A snapshot may lack its largest blobs: those files are left out and listed in
+    ``.missing`` (the report counts them as not analysed)."""
+    import subprocess
+
+    git_dir = mirror_git_dir(project)
+    if not (git_dir / "HEAD").exists():
+        raise CorpusError(f"no local mirror of {project.name} at {git_dir} (fetch it with the search tool)")
+    git = ["git", "--git-dir", str(git_dir)]
+    listing = subprocess.run([*git, "ls-tree", "-r", "-z", project.version], capture_output=True)
+    if listing.returncode != 0:
+        raise CorpusError(f"{project.key}: {listing.stderr.decode(errors='replace').strip()}")
+    entries = [line.split("\t", 1) for line in listing.stdout.decode("utf-8", "replace").split("\0") if "\t" in line]
+    wanted = [(meta.split()[2], path) for meta, path in entries
+              if meta.split()[1] == "blob" and path.endswith((".py", ".ipynb"))]
+    root.mkdir(parents=True)
+    missing = []
+    for blob, path in wanted:
+        content = subprocess.run([*git, "cat-file", "blob", blob], capture_output=True)
+        if content.returncode != 0:
+            missing.append(path)
+            continue
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content.stdout)
+    (root / ".missing").write_text("".join(f"{path}\n" for path in missing))
+    (root / ".complete").write_text(project.version + "\n")
 
 
 def extract(archive: Path, cache: Path, project: Project) -> Path:
@@ -245,6 +292,12 @@ def _remove_tree(path: Path) -> None:
 def project_root(project: Project, cache: Path, offline: bool) -> Path:
     """The directory whose ``.py`` files are the project's (the sdist's top folder)."""
     root = cache / "src" / f"{_normal(project.name)}-{project.version}"
+    if project.name.startswith(REPO_PREFIX):
+        if not (root / ".complete").exists():
+            if root.exists():
+                _remove_tree(root)
+            export_commit(project, root)
+        return root
     if not (root / ".complete").exists():
         if offline:
             raise CorpusError(f"{project.key} is not in the cache {cache} (run once without --offline)")
@@ -254,7 +307,19 @@ def project_root(project: Project, cache: Path, offline: bool) -> Path:
 
 
 def python_files(root: Path) -> list[str]:
-    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*.py") if path.is_file())
+    """The .py files and notebooks below ``root`` (a notebook's lines are its code cells joined)."""
+    found = [*root.rglob("*.py"), *root.rglob("*.ipynb")]
+    return sorted(path.relative_to(root).as_posix() for path in found if path.is_file())
+
+
+def read_source(path: Path) -> str:
+    """A .py file's text; a notebook's code cells as one module (notebooks.virtual_module)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".ipynb":
+        from flake8_torchdevice.notebooks import virtual_module
+
+        return virtual_module(text, path.name).source
+    return text
 
 
 def file_kind(path: str) -> str:
@@ -285,10 +350,12 @@ def lint_file(args: tuple[str, str]) -> tuple[str, list[tuple[int, int, str, str
     """(path, [(line, col, code, message)], error, lines) for one file; runs in a worker."""
     from flake8_torchdevice.engine import check_source
 
+    from flake8_torchdevice.notebooks import NotebookError
+
     root, path = args
     try:
-        source = (Path(root) / path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        source = read_source(Path(root) / path)
+    except (OSError, UnicodeDecodeError, NotebookError) as exc:
         return path, [], f"unreadable: {type(exc).__name__}", 0
     result = check_source(source)
     found = [(v.line, v.col, v.code, v.message) for v in result.violations]
@@ -390,9 +457,11 @@ def sample(findings: Sequence[Finding], labels: dict[tuple, Label], size: int, s
 
 
 def context(root: Path, finding: Finding, around: int = CONTEXT_LINES) -> str:
+    from flake8_torchdevice.notebooks import NotebookError
+
     try:
-        lines = (root / finding.path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = read_source(root / finding.path).splitlines()
+    except (OSError, UnicodeDecodeError, NotebookError):
         return "    (source unavailable)"
     first = max(1, finding.line - around)
     last = min(len(lines), finding.line + around)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -163,3 +164,36 @@ def test_real_corpus_files_are_well_formed():
     labels = P.read_labels()  # raises on a bad verdict or a duplicate
     known = {(p.name, p.version) for p in projects}
     assert all((label.project, label.version) in known for label in labels.values())
+
+
+def _git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def test_a_repository_row_is_read_from_its_mirror_at_the_pinned_commit(tmp_path, monkeypatch):
+    work = tmp_path / "mirrors" / "someone+scripts" / "repo"
+    work.mkdir(parents=True)
+    _git("init", "-q", cwd=work)
+    (work / "train.py").write_text(LOADS, encoding="utf-8")
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["import torch\n", "state = torch.load('w.pt')\n"]}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (work / "demo.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    (work / "notes.txt").write_text("not code", encoding="utf-8")
+    _git("add", ".", cwd=work)
+    _git("commit", "-qm", "first", cwd=work)
+    pinned = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
+    (work / "train.py").write_text(SAFE, encoding="utf-8")
+    _git("commit", "-qam", "later", cwd=work)
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
+    project = P.Project("github:someone/scripts", pinned, "tune", "user")
+    root = P.project_root(project, tmp_path / "cache", offline=True)
+    assert P.python_files(root) == ["demo.ipynb", "train.py"]
+    assert (root / "train.py").read_text(encoding="utf-8") == LOADS  # the pinned commit, not the newest
+    run = P.lint_project(project, root, tmp_path / "cache", 1, "fp")
+    found = sorted((f.path, f.line) for f in run.findings if f.code == "TDV201")
+    assert found == [("demo.ipynb", 2), ("train.py", 5), ("train.py", 9), ("train.py", 13)]
+    missing = P.Project("github:nobody/absent", pinned, "tune", "user")
+    with pytest.raises(P.CorpusError, match="no local mirror"):
+        P.project_root(missing, tmp_path / "cache", offline=True)
