@@ -1,0 +1,83 @@
+"""benchmarks/recall.py on a tiny synthetic mirror: a fix is found where it was made."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("tdv_recall", ROOT / "benchmarks" / "recall.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+R = _module()
+
+BEFORE = """import torch
+
+
+def resume(path):
+    return torch.load(path)
+
+
+def load_other(path):
+    return torch.load(path)
+"""
+FIXED = "torch.load(path, map_location='cpu')\n\n\ndef load_other"
+AFTER = BEFORE.replace("torch.load(path)\n\n\ndef load_other", FIXED)
+
+
+def _git(*args, cwd):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _mirror(tmp_path):
+    work = tmp_path / "mirrors" / "someone+trainer" / "repo"
+    work.mkdir(parents=True)
+    _git("init", "-q", cwd=work)
+    (work / "ckpt.py").write_text(BEFORE, encoding="utf-8")
+    _git("add", ".", cwd=work)
+    _git("commit", "-qm", "first", cwd=work)
+    (work / "ckpt.py").write_text(AFTER, encoding="utf-8")
+    _git("commit", "-qam", "fix: map_location", cwd=work)
+    return _git("rev-parse", "HEAD", cwd=work)
+
+
+def test_a_fix_is_found_at_its_lines_and_its_finding_disappears(tmp_path, monkeypatch):
+    commit = _mirror(tmp_path)
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
+    fix = R.Fix("someone/trainer", commit, "ckpt.py", "load-without-map-location", True, "tune", "")
+    result = R.evaluate(fix, default_codes={"TDV201"})
+    assert result.error is None and result.lines == [(5, 5)]
+    assert result.found_by == ["TDV201"] and result.disappeared == [(5, "TDV201")]
+    assert (9, "TDV201") in result.after  # the unfixed load is still reported, not counted for this fix
+    unselected = R.evaluate(fix, default_codes=set())
+    assert unselected.found_by == [] and unselected.found_by_any == ["TDV201"]
+    s = R.summary([result], None)
+    assert (s["visible"], s["found_default"], s["classes"]) == (1, 1, {"load-without-map-location": (1, 1, 1)})
+
+
+def test_an_insertion_counts_the_lines_around_it():
+    assert R.changed_lines("@@ -12,0 +13,2 @@\n@@ -20,2 +22 @@\n") == [(12, 13), (20, 21)]
+    assert R.near(16, [(12, 13)]) and not R.near(17, [(12, 13)])
+
+
+def test_a_missing_mirror_is_one_error_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path))
+    result = R.evaluate(R.Fix("nobody/absent", "0" * 40, "x.py", "k", True, "tune", ""), set())
+    assert "no local mirror of nobody/absent" in result.error
+
+
+def test_the_corpus_file_reads_and_keeps_a_third_aside():
+    fixes = R.read_fixes()
+    assert len(fixes) >= 40 and len({f.id for f in fixes}) == len(fixes)
+    held = [f for f in fixes if f.split == "heldout"]
+    assert len(held) == -(-len(fixes) // 3)
