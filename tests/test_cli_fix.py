@@ -18,10 +18,11 @@ from flake8_torchdevice.fixes import can_fix, fix_source, fix_source_counted
 from flake8_torchdevice.noqa import filter_noqa
 from flake8_torchdevice.rules import ALL_RULES
 
-# TDV201's fix (opt-in, so each run names it) on calls laid out every which way.
+# TDV201's fix on calls laid out every which way (named, so the runs stay about it;
+# the module's CPU device is what makes the loads reportable).
 LOAD_FIX = ("--extend-select", "TDV201")
 MESSY = (
-    "import torch  # keep   odd  spacing\n"
+    "import torch; device = 'cpu'  # keep   odd  spacing\n"
     "a = torch.load('a.pt')\n"
     "b = torch.load(\n"
     "    'b.pt',\n"
@@ -33,7 +34,7 @@ MESSY = (
     "x=1;y =  2\n"
 )
 MESSY_FIXED = (
-    "import torch  # keep   odd  spacing\n"
+    "import torch; device = 'cpu'  # keep   odd  spacing\n"
     "a = torch.load('a.pt', map_location=\"cpu\")\n"
     "b = torch.load(\n"
     "    'b.pt',\n"
@@ -69,7 +70,8 @@ def test_second_fix_is_a_no_op(tmp_path):
 
 
 def test_fix_reports_what_it_cannot_fix(tmp_path):
-    (tmp_path / "a.py").write_text("import torch\nx = torch.load('a', **kw)\ny = torch.load('b')\n", encoding="utf-8")
+    (tmp_path / "a.py").write_text("import torch; device = 'cpu'\nx = torch.load('a', **kw)\ny = torch.load('b')\n",
+                                   encoding="utf-8")
     (tmp_path / "broken.py").write_text("import torch\ntorch.load(\n", encoding="utf-8")
     result = run_cli("--fix", *LOAD_FIX, ".", cwd=tmp_path)
     assert result.code == 1  # the unparsable file remains a problem
@@ -240,6 +242,6 @@ def test_a_writable_file_in_a_read_only_directory_is_fixed_in_place(tmp_path, mo
     ids=["shared-line", "one-arg-own-line", "one-per-line", "comments-stay", "trailing-comma"],
 )
 def test_tdv201_fix_follows_the_call_layout(call, fixed):
-    source = f"import torch\np = 'x'\nstate = {call}\n"
+    source = f"import torch\np = 'x'; device = 'cpu'\nstate = {call}\n"
     violations = check_source(source, strict=True).violations
     assert fix_source(source, violations) == source.replace(call, fixed)

@@ -140,7 +140,7 @@ def test_syntax_error_is_a_message_not_an_exception():
 
 
 def test_form_feed_and_crlf_keep_lines_right():
-    source = "import torch\r\n\x0c\r\nx = torch.load('a')\r\n"
+    source = "import torch; device = 'cpu'\r\n\x0c\r\nx = torch.load('a')\r\n"
     result = check_source(source, strict=True)
     assert [(v.line, v.col) for v in result.violations] == [(3, 4)]
 
@@ -163,8 +163,8 @@ import torch
 
 class Outer:
     class Inner(torch.nn.Module):
-        def first(self):
-            return torch.load("a")
+        def first(self, path):
+            return torch.load(path)
 
         def second(self):
             return 2
@@ -175,7 +175,7 @@ class Outer:
 
 
 def test_member_scope_descends_into_nested_classes():
-    hit = NESTED.splitlines().index('            return torch.load("a")') + 1
+    hit = NESTED.splitlines().index('            return torch.load(path)') + 1
     keep = keep_for(NESTED, (hit, MEMBER))
     text, _ = compact(NESTED.split("\n"), keep)
     assert "class Outer:" in text and "class Inner(torch.nn.Module):" in text and "def first" in text

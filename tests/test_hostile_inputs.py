@@ -62,6 +62,10 @@ class Hostile:
 
 
 LOAD = b"torch.load(p)"
+# TDV201 reports where the code can meet a machine without the saving GPU: every program
+# below chooses the CPU on its import line (``device = 'cpu'``), which keeps its lines.
+IMPORT_TEXT = "import torch; device = 'cpu'"
+IMPORT = IMPORT_TEXT.encode()
 # PEP 695 (type parameters, ``type`` statements) and PEP 701 (f-strings) parse from 3.12 on.
 NEW_SYNTAX = sys.version_info >= (3, 12)
 # Python 3.10's compile() raises ValueError, not SyntaxError, on a NUL byte: flake8
@@ -77,88 +81,88 @@ def _new_syntax(name: str, data: bytes, error_line: int, found: tuple) -> Hostil
 
 
 CASES = [
-    Hostile("syntax_error", b"import torch\ndef f(:\n    torch.load(p)\n", problem="syntax error at line 2", e999=True),
+    Hostile("syntax_error", IMPORT + b"\ndef f(:\n    torch.load(p)\n", problem="syntax error at line 2", e999=True),
     # LibCST 1.9 rejects a parenthesised annotated target that ast accepts:
     # where that statement is parsed the file gets a message; elsewhere the
     # rest of the file is still checked.
     Hostile(
-        "libcst_rejects_here", b"import torch\n(x): int = 1\nstate = torch.load(p)\n", problem="LibCST cannot parse"
+        "libcst_rejects_here", IMPORT + b"\n(x): int = 1\nstate = torch.load(p)\n", problem="LibCST cannot parse"
     ),
     Hostile(
         "libcst_rejects_elsewhere",
-        b"import torch\n\n\ndef a():\n    (x): int = 1\n\n\ndef b(p):\n    return torch.load(p)\n",
+        IMPORT + b"\n\n\ndef a():\n    (x): int = 1\n\n\ndef b(p):\n    return torch.load(p)\n",
         found=((9, 12),),
     ),
     # LibCST accepts these, Python 3.10's and 3.11's ast do not (PEP 695, PEP 701);
     # no Python accepts the 4300-digit int, the unknown \N{} name or the NUL byte.
-    _new_syntax("pep695_def", b"import torch\n\n\ndef f[T](x: T) -> T:\n    return torch.load(x)\n", 4, ((5, 12),)),
-    _new_syntax("pep695_type", b"import torch\ntype Path = str\nstate = torch.load(p)\n", 2, ((3, 9),)),
-    _new_syntax("pep701", b"import torch\nmsg = f\"{'a' + f\"{torch.load(p)}\"}\"\n", 2, ((2, 19),)),
-    Hostile("long_int", b"import torch\nn = " + b"9" * 5000 + b"\nstate = torch.load(p)\n", problem="4300", e999=True),
+    _new_syntax("pep695_def", IMPORT + b"\n\n\ndef f[T](x: T) -> T:\n    return torch.load(x)\n", 4, ((5, 12),)),
+    _new_syntax("pep695_type", IMPORT + b"\ntype Path = str\nstate = torch.load(p)\n", 2, ((3, 9),)),
+    _new_syntax("pep701", IMPORT + b"\nmsg = f\"{'a' + f\"{torch.load(p)}\"}\"\n", 2, ((2, 19),)),
+    Hostile("long_int", IMPORT + b"\nn = " + b"9" * 5000 + b"\nstate = torch.load(p)\n", problem="4300", e999=True),
     Hostile(
         "bad_unicode_name",
-        b"import torch\ns = '\\N{NO SUCH NAME}'\nstate = torch.load(p)\n",
+        IMPORT + b"\ns = '\\N{NO SUCH NAME}'\nstate = torch.load(p)\n",
         problem="line 2",
         e999=True,
     ),
     Hostile(
         "nul_byte",
-        b"import torch\nstate = torch.load(p)  # \x00\n",
+        IMPORT + b"\nstate = torch.load(p)  # \x00\n",
         problem="null bytes",
         e999=True,
         under_flake8=not NUL_CRASHES_FLAKE8,
     ),
-    Hostile("non_utf8", b"import torch\n# caf\xe9\nstate = torch.load(p)\n", found=((3, 9),), readable=False),
+    Hostile("non_utf8", IMPORT + b"\n# caf\xe9\nstate = torch.load(p)\n", found=((3, 9),), readable=False),
     Hostile(
         "latin1_cookie",
-        b"# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'; state = torch.load(p)\n",
+        b"# -*- coding: latin-1 -*-\nimport torch; device = 'cpu'\nname = 'caf\xe9'; state = torch.load(p)\n",
         found=((3, 24),),
     ),
-    Hostile("utf8_bom", b"\xef\xbb\xbfimport torch; state = torch.load(p)\n", found=((1, 23),)),
-    Hostile("crlf", b"import torch\r\n\r\ndef f(p):\r\n    return torch.load(p)\r\n", found=((4, 12),)),
-    Hostile("cr_only", b"import torch\r\rdef f(p):\r    return torch.load(p)\r", found=((4, 12),)),
+    Hostile("utf8_bom", b"\xef\xbb\xbfimport torch; device = 'cpu'; state = torch.load(p)\n", found=((1, 39),)),
+    Hostile("crlf", IMPORT + b"\r\n\r\ndef f(p):\r\n    return torch.load(p)\r\n", found=((4, 12),)),
+    Hostile("cr_only", IMPORT + b"\r\rdef f(p):\r    return torch.load(p)\r", found=((4, 12),)),
     Hostile(
         "mixed_newlines",
-        b"import torch\r\nx = 1\ry = 2\n\ndef f(p):\r\n    return torch.load(p)\r\nz = torch.load(p)\n",
+        IMPORT + b"\r\nx = 1\ry = 2\n\ndef f(p):\r\n    return torch.load(p)\r\nz = torch.load(p)\n",
         found=((6, 12), (7, 5)),
     ),
-    Hostile("tabs", b"import torch\nif True:\n\tstate = torch.load(p)\n", found=((3, 10),)),
-    Hostile("form_feeds", b"import torch\n\x0c\ndef f(p):\n\x0c    return 1 \x0c+ torch.load(p)\n", found=((4, 18),)),
+    Hostile("tabs", IMPORT + b"\nif True:\n\tstate = torch.load(p)\n", found=((3, 10),)),
+    Hostile("form_feeds", IMPORT + b"\n\x0c\ndef f(p):\n\x0c    return 1 \x0c+ torch.load(p)\n", found=((4, 18),)),
     # U+2028 and \x0c are line breaks to str.splitlines, not to Python.
     Hostile(
         "line_separators_in_strings",
-        "import torch\nsep = '\u2028\x0c'; a = torch.load(p)  # noqa: TDV201\nb = torch.load(p)\n".encode(),
+        (IMPORT_TEXT + "\nsep = '\u2028\x0c'; a = torch.load(p)  # noqa: TDV201\nb = torch.load(p)\n").encode(),
         found=((3, 5),),
         silenced=((2, 17),),
     ),
-    Hostile("non_ascii_before", "import torch\nnom = 'é€😀'; state = torch.load(p)\n".encode(), found=((2, 22),)),
+    Hostile("non_ascii_before", (IMPORT_TEXT + "\nnom = 'é€😀'; state = torch.load(p)\n").encode(), found=((2, 22),)),
     Hostile("empty", b""),
     Hostile("only_comment_no_newline", b"# torch.load(p)"),
-    Hostile("no_final_newline", b"import torch\nstate = torch.load(p)", found=((2, 9),)),
+    Hostile("no_final_newline", IMPORT + b"\nstate = torch.load(p)", found=((2, 9),)),
     Hostile(
         "match_statement",
-        b"import torch\nmatch cmd:\n    case 'load':\n        state = torch.load(p)\n"
+        IMPORT + b"\nmatch cmd:\n    case 'load':\n        state = torch.load(p)\n"
         b"    case _:\n        pass\nmatch = 1\n",
         found=((4, 17),),
     ),
     Hostile(
         "deep_parens_1000",
-        b"import torch\nx = " + b"(" * 1000 + LOAD + b")" * 1000 + b"\n",
+        IMPORT + b"\nx = " + b"(" * 1000 + LOAD + b")" * 1000 + b"\n",
         problem="nested",
         e999=True,
     ),
-    Hostile("deep_not_300", b"import torch\nx = " + b"not " * 300 + LOAD + b"\n", found=((2, 1205),)),
+    Hostile("deep_not_300", IMPORT + b"\nx = " + b"not " * 300 + LOAD + b"\n", found=((2, 1205),)),
     # ast accepts 199 nested brackets (its limit), LibCST's recursive passes may
     # run out of stack: the finding or a message, never a RecursionError.
     Hostile(
         "deep_list_199",
-        b"import torch\nx = " + b"[" * 199 + LOAD + b"]" * 199 + b"\n",
+        IMPORT + b"\nx = " + b"[" * 199 + LOAD + b"]" * 199 + b"\n",
         found=((2, 204),),
         or_problem="nested too deeply",
     ),
     Hostile(
         "deep_not_1000",
-        b"import torch\nx = " + b"not " * 1000 + LOAD + b"\n",
+        IMPORT + b"\nx = " + b"not " * 1000 + LOAD + b"\n",
         found=((2, 4005),),
         or_problem="nested too deeply",
         under_flake8=False,  # pyflakes raises RecursionError on it, before any TDV code matters
@@ -193,8 +197,8 @@ def test_engine(case):
 def test_engine_given_a_bom_in_the_text():
     """A caller that decoded with plain utf-8 passes the BOM on: it is not a
     character of line 1 (Python and both commands ignore it)."""
-    result = check_source("\ufeffimport torch; state = torch.load(p)\n", strict=True)
-    assert (result.error, _positions(result.violations)) == (None, {(1, 23)})
+    result = check_source("\ufeffimport torch; device = 'cpu'; state = torch.load(p)\n", strict=True)
+    assert (result.error, _positions(result.violations)) == (None, {(1, 39)})
 
 
 @pytest.fixture
@@ -261,7 +265,7 @@ def test_flake8_on_a_nul_byte(tmp_path):
     """E999 where compile() raises SyntaxError; on 3.10 flake8's own ast.parse
     raises ValueError first (upstream behaviour, not this plugin's)."""
     path = tmp_path / "nul.py"
-    path.write_bytes(b"import torch\nstate = torch.load(p)  # \x00\n")
+    path.write_bytes(IMPORT + b"\nstate = torch.load(p)  # \x00\n")
     result = run_flake8("--isolated", "--select=TDV,E999", "-j1", str(path))
     if NUL_CRASHES_FLAKE8:
         assert result.returncode != 0 and result.stdout == ""
@@ -312,7 +316,7 @@ DEEP = {
 
 @pytest.mark.parametrize("form", sorted(DEEP))
 def test_deep_nesting_never_raises(form, plugin_with_tdv201):
-    source = "import torch\nx = " + DEEP[form] + "\n"
+    source = IMPORT_TEXT + "\nx = " + DEEP[form] + "\n"
     start = time.process_time()
     result = check_source(source, strict=True)
     assert time.process_time() - start < ENGINE_CPU_BOUND
@@ -338,7 +342,7 @@ def test_five_megabyte_file():
     ``ast.parse`` of the same text (what flake8 pays before any plugin)."""
     block = "def f{i}(x):\n    y = x + 1\n    return y * 2\n\n\n"
     body = "".join(block.format(i=i) for i in range(5 * 2**20 // len(block.format(i=50000))))
-    source = "import torch\n" + body + "def g(p):\n    return torch.load(p)\n\n\nstate = torch.load(p)\n"
+    source = IMPORT_TEXT + "\n" + body + "def g(p):\n    return torch.load(p)\n\n\nstate = torch.load(p)\n"
     assert len(source) > 5 * 10**6
     last = source.count("\n")
     start = time.process_time()

@@ -177,7 +177,7 @@ def test_a_repository_row_is_read_from_its_mirror_at_the_pinned_commit(tmp_path,
     _git("init", "-q", cwd=work)
     (work / "train.py").write_text(LOADS, encoding="utf-8")
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-            "source": ["import torch\n", "state = torch.load('w.pt')\n"]}
+            "source": ["import torch\n", "device = 'cpu'; state = torch.load('w.pt')\n"]}
     notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (work / "demo.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
     (work / "notes.txt").write_text("not code", encoding="utf-8")

@@ -212,8 +212,8 @@ def test_every_python_block_of_the_readme_runs_and_prints_what_it_says(capsys):
 def test_the_api_example_fixes_only_the_unsilenced_finding():
     from flake8_torchdevice import check_source, fix_source
 
-    source = 'import torch\nstate = torch.load("ckpt.pt")\nold = torch.load("old.pt")  # noqa: TDV201\n'
+    source = 'import torch\ndevice = "cpu"\nstate = torch.load("ckpt.pt")\nold = torch.load("old.pt")  # noqa: TDV201\n'
     fixed = fix_source(source)
-    assert fixed.splitlines()[1] == 'state = torch.load("ckpt.pt", map_location="cpu")'
-    assert fixed.splitlines()[2] == source.splitlines()[2]
+    assert fixed.splitlines()[2] == 'state = torch.load("ckpt.pt", map_location="cpu")'
+    assert fixed.splitlines()[3] == source.splitlines()[3]
     assert fix_source(source, check_source(source)).count('map_location="cpu"') == 2  # what was asked

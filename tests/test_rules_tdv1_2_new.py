@@ -83,6 +83,6 @@ def test_map_location_position_differs_per_loader():
 
 
 def test_tdv201_and_tdv202_stay_apart():
-    source = "import torch\na = torch.load(p)\nb = torch.jit.load(p)\n"
+    source = "import torch; device = 'cpu'\na = torch.load(p)\nb = torch.jit.load(p)\n"
     assert found(source, TorchLoadWithoutMapLocation) == [2]
     assert found(source, OtherLoaderWithoutMapLocation) == [3]

@@ -63,7 +63,7 @@ def test_attribute_words_cover_every_attribute_the_tokenizer_sees(text):
 
 
 POSITIONS = '''\
-import torch
+import torch; device = "cpu"
 # a comment above everything
 
 

@@ -121,7 +121,9 @@ TABLE = {
         "import torch\ndef f(d):\n    x = torch.zeros(2)\n    x \\\n        .to('cuda')\n", "TDV102", 4
     ),
     "parenthesised .to": ("import torch\ndef f():\n    y = torch.ones(2)\n    (y\n     .to('cpu'))\n", "TDV102", 4),
-    "comment inside torch.load": ("import torch\nstate = (torch  # comment\n         .load('a.pt'))\n", "TDV201", 2),
+    "comment inside torch.load": (
+        "import torch; device = 'cpu'\nstate = (torch  # comment\n         .load('a.pt'))\n", "TDV201", 2
+    ),
     "DDP of m.eval()": (
         "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
         "def f(Net):\n    m = Net()\n    return DDP(m.eval(), device_ids=[0])\n",

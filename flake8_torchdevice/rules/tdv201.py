@@ -5,32 +5,37 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
-from ..analysis.code import last_name
+from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import is_test_code
+from ..analysis.machines import MachineEvidence
 from ..rule import CLASS, Rule
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
-class TorchLoadWithoutMapLocation(RoundTrips, Rule):
-    r"""**Off by default (opt-in: `extend-select = TDV201`).** Precision on real code: 46%
-    on the held-out projects (17 of 37 findings true or latent; 35% strict), 35% on the
-    tune split (48), below the 90% bar: whether a load can meet a GPU-saved file depends
-    on what wrote the file, which is mostly out of sight. See docs/precision.md.
+class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
+    r"""**On by default.** Precision on real code: see docs/precision.md.
 
     ## What it does
     Flags a call to `torch.load` (under any alias: `th.load`, `from torch import load as
     tl`, `f = torch.load`, `torch.serialization.load`) that passes no `map_location`,
-    neither as a keyword nor as the second positional argument. `map_location=None` counts
-    as missing. A call that forwards `*args` or `**kwargs` is not flagged: they may carry it.
+    neither as a keyword nor as the second positional argument, where the code can meet a
+    machine without the GPU that saved the file. It can when the module has a CPU path (a
+    device fallback such as `"cuda" if torch.cuda.is_available() else "cpu"`, a `"cpu"`
+    device or option, a `no_cuda` / `use_cuda` flag), when it runs one process per GPU
+    (`LOCAL_RANK`, `gpu_id`, `device_ids`, `DistributedDataParallel`, `set_device`: every
+    rank would load onto the GPU that saved the file), or when the load is a function's
+    and its path comes from the caller (a library loading a user's checkpoint).
+    `map_location=None` counts as missing. A call that forwards `*args` or `**kwargs` is
+    not flagged: they may carry it.
 
-    Its false findings on real code are mostly loads of files that hold no tensors (a
-    class whose own `save()` writes only Python numbers), files saved on the CPU (published
-    weights, a project that moves everything to the CPU before saving), and code that only
-    runs with a GPU anyway; none of these can be told from the source alone.
+    Its remaining false findings on real code are loads of files that hold no tensors or
+    that were saved on the CPU by code in another file (a published asset, a framework
+    that moves everything to the CPU before saving): the source of the load cannot tell.
 
     ## Why is this bad?
     `torch.save` records, for every tensor storage, the device it lived on (`cuda:0`,
@@ -52,12 +57,17 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
     ```
 
     ## Fix safety
-    Safe. The fix (`torchdevice --fix --extend-select TDV201`) adds `map_location="cpu"`, or
+    Safe. The fix (`torchdevice --fix`) adds `map_location="cpu"`, or
     replaces an explicit `map_location=None`; it changes nothing else on the line. Loading
     to the CPU works on every machine; `load_state_dict` then copies the values into the module's parameters wherever
     they live. Code that relied on the loaded tensors landing on the GPU must move them itself.
 
     ## When it does not report
+    - code with no sign of another machine: no CPU path, one GPU, and the path not given by a caller (a CUDA-only
+      script, `assert torch.cuda.is_available()` with no process per GPU);
+    - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
+      module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
+    - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
       `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
@@ -91,16 +101,20 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
         'checkpoint was saved on; pass map_location="cpu" or map_location=device'
     )
     FIX = "safe"
-    DEFAULT_ENABLED = False  # 46% held-out precision, 35% strict (docs/precision.md)
     NEEDS = {"load"}
+    # The module's CPU path or GPUs per process, and the files it saves, anywhere in it.
+    READS = machines.READS | {"save"}
     SCOPE = CLASS  # a data class's own writer may be another method
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._functions: list[str] = []
+        self._params: list[set[str]] = []  # per enclosing function: its parameters but self/cls
         # Per class being walked: is it a data class, does it write files
         # itself, and the loads waiting for its end.
         self._classes: list[_ClassFrame] = []
+        self._loads: list[_Load] = []  # waiting for the module's end: the evidence is file-wide
+        self._cpu_saved_names: set[str] = set()  # file-name literals this module saves CPU values to
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = [last_name(arg.value) for arg in node.bases]
@@ -110,21 +124,38 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
         frame = self._classes.pop()
         if frame.data and frame.writes:
             return  # a data class reading back what it wrote itself (CPU data code)
-        for call, statement in frame.loads:
-            self.report(call, fix=cpu_map_location(call), statement=statement)
+        for load in frame.loads:
+            # A class that saves itself (``save(path)`` / ``load(path)``) reads back its own
+            # state: that its caller names the path is no evidence of another machine.
+            load.caller_path = load.caller_path and not frame.writes
+        (self._classes[-1].loads if self._classes else self._loads).extend(frame.loads)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._functions.append(node.name.value)
+        self._params.append(set(param_names(node.params)) - {"self", "cls"})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._functions.pop()
+        self._params.pop()
+
+    def leave_Module(self, node: cst.Module) -> None:
+        # Only now is the whole module known: does it meet machines without the saving GPU?
+        for load in self._loads:
+            if load.names & self._cpu_saved_names:
+                continue  # it reads back a file this module wrote after .cpu()
+            if load.caller_path or self.meets_other_machines:
+                self.report(load.call, fix=cpu_map_location(load.call), statement=load.statement)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self.note_machine_call(node)
         name = self.names.qualify(node.func)
         if name in TORCH_SAVES:
             self.note_save(node, position=1)
+            value, path = argument(node, 0, "obj"), argument(node, 1, "f")
+            if value is not None and path is not None and _is_cpu_value(value.value):
+                self._cpu_saved_names |= _file_names(path.value)
         if self._classes and _writes_file(name, node):
             self._classes[-1].writes = True
         if name not in TORCH_LOADS or has_map_location(node) or self.saved_here(node):
@@ -133,17 +164,46 @@ class TorchLoadWithoutMapLocation(RoundTrips, Rule):
         # above) and run where the suite's gates put them.
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
             return
-        if self._classes and self._classes[-1].data:
-            self._classes[-1].loads.append((node, self.context.statement))
-            return
-        self.report(node, fix=cpu_map_location(node))
+        path = argument(node, 0, "f")
+        names = _file_names(path.value) if path is not None else set()
+        load = _Load(node, self.context.statement, self._caller_path(node), names)
+        (self._classes[-1].loads if self._classes else self._loads).append(load)
+
+    def _caller_path(self, call: cst.Call) -> bool:
+        """Does the loaded path come from the enclosing function's caller (a parameter)?"""
+        path = argument(call, 0, "f")
+        params = self._params[-1] if self._params else set()
+        return path is not None and any(isinstance(n, cst.Name) and n.value in params for n in subtree(path.value))
+
+
+def _is_cpu_value(expr: cst.BaseExpression) -> bool:
+    """``x.cpu()`` / ``x.to("cpu")``, alone or as the values of a literal or comprehension."""
+    return any(
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        and (node.func.attr.value == "cpu" or (node.func.attr.value == "to" and any(
+            machines.is_cpu_string(arg.value) for arg in node.args)))
+        for node in subtree(expr)
+    )
+
+
+def _file_names(expr: cst.BaseExpression) -> set[str]:
+    """The string literals of a path expression that name a file (``"trainfeat.pth"``)."""
+    return {text for node in subtree(expr) if (text := string_value(node)) and "." in text.strip("./")}
+
+
+class _Load:
+    def __init__(self, call: cst.Call, statement: Optional[int], caller_path: bool, names: set) -> None:
+        self.call = call
+        self.statement = statement
+        self.caller_path = caller_path  # a library function loading what its caller names
+        self.names = names  # the file-name literals of its path
 
 
 class _ClassFrame:
     def __init__(self, data: bool) -> None:
         self.data = data  # a Dataset / DataModule / Sampler... class
         self.writes = False  # it calls torch.save (or a *save helper) itself
-        self.loads: list = []  # (call, statement) waiting for the class's end
+        self.loads: list[_Load] = []  # waiting for the class's end
 
 
 def _writes_file(name: Optional[str], call: cst.Call) -> bool:

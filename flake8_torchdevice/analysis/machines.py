@@ -1,0 +1,79 @@
+"""Which machines a module can run on, as its own code says (TDV201's evidence).
+
+A load without ``map_location`` fails only on a machine without the GPU that saved
+the file. Whether the code meets such a machine is written in it: a device fallback
+(``"cuda" if torch.cuda.is_available() else "cpu"``), a ``"cpu"`` device or option, a
+``--no-cuda`` flag (a CPU path); several GPUs chosen per process (``LOCAL_RANK``,
+``gpu_id``, ``DistributedDataParallel``, ``set_device``), where each rank would load
+onto the GPU that saved the file; or a requirement of CUDA (``assert
+torch.cuda.is_available()``), which rules the CPU path out.
+
+``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk;
+read it in ``leave_Module``. Every node it notes holds one of ``READS`` (a rule using
+it adds them to its own), so the engine's selection keeps them parsed.
+"""
+
+from __future__ import annotations
+
+from .._lazy import cst
+from .code import string_value
+
+_CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
+_RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
+_MULTI_GPU_CALLS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.cuda.set_device",
+})
+READS = frozenset({"cpu", "is_available", "DistributedDataParallel", "set_device"} | _CPU_FLAGS | _RANK_WORDS)
+
+
+def is_cpu_string(node: cst.CSTNode) -> bool:
+    """``"cpu"`` or ``"cpu:0"``: a device string naming the CPU."""
+    value = string_value(node)
+    return value is not None and (value == "cpu" or value.startswith("cpu:"))
+
+
+class MachineEvidence:
+    """Mixin: ``has_cpu_path``, ``uses_gpus_per_process``, ``requires_cuda`` for the module."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.has_cpu_path = False
+        self.uses_gpus_per_process = False
+        self.requires_cuda = False
+        self._asserts = 0
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if is_cpu_string(node):
+            self.has_cpu_path = True
+        elif string_value(node) in _RANK_WORDS:  # os.environ["LOCAL_RANK"]
+            self.uses_gpus_per_process = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.gpu_id``.
+        if node.value in _CPU_FLAGS:
+            self.has_cpu_path = True
+        elif node.value in _RANK_WORDS:
+            self.uses_gpus_per_process = True
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._asserts += 1
+        if isinstance(node.test, cst.Call) and self.names.qualify(node.test.func) == "torch.cuda.is_available":
+            self.requires_cuda = True
+
+    def leave_Assert(self, node: cst.Assert) -> None:
+        self._asserts -= 1
+
+    def note_machine_call(self, call: cst.Call) -> None:
+        """Call from the rule's ``visit_Call`` for every call."""
+        name = self.names.qualify(call.func) or ""
+        if name == "torch.cuda.is_available" and not self._asserts:
+            self.has_cpu_path = True  # the code asks, so it runs without CUDA too
+        elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":
+            self.uses_gpus_per_process = True
+
+    @property
+    def meets_other_machines(self) -> bool:
+        """Can a file saved on one GPU be loaded where that GPU is not: on a CPU,
+        or by another process of a multi-GPU job?"""
+        return self.uses_gpus_per_process or (self.has_cpu_path and not self.requires_cuda)
