@@ -86,3 +86,19 @@ def test_tdv201_and_tdv202_stay_apart():
     source = "import torch; device = 'cpu'\na = torch.load(p)\nb = torch.jit.load(p)\n"
     assert found(source, TorchLoadWithoutMapLocation) == [2]
     assert found(source, OtherLoaderWithoutMapLocation) == [3]
+
+
+def test_tdv201_fix_makes_no_new_evidence():
+    """The fix writes map_location="cpu": a fixed load is no CPU path for the others,
+    so a second --fix finds nothing new (the fix is idempotent)."""
+    scheduler = (
+        "import torch\n\n\nclass Scheduler:\n    def save(self, path):\n        torch.save({}, path)\n\n"
+        "    def load(self, path):\n        return torch.load(path)\n\n\n"
+    )
+    def resume(location: str) -> str:
+        return scheduler + f"def resume(path):\n    return torch.load(path{location})\n"
+
+    assert found(resume(""), TorchLoadWithoutMapLocation) == [13]
+    assert found(resume(', map_location="cpu"'), TorchLoadWithoutMapLocation) == []
+    assert found(resume(', "cpu"'), TorchLoadWithoutMapLocation) == []
+    assert found(resume(', map_location="cpu"') + "device = 'cpu'\n", TorchLoadWithoutMapLocation) == [9]

@@ -42,8 +42,22 @@ class MachineEvidence:
         self.uses_gpus_per_process = False
         self.requires_cuda = False
         self._asserts = 0
+        # A map_location says where one load puts its tensors, not where the code runs
+        # (and the fix writes ``map_location="cpu"``: a fixed load must not become evidence).
+        self._locations: set[int] = set()  # ids of map_location arguments
+        self._in_location = 0
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        located = id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
+        self._in_location += located
+
+    def leave_Arg(self, node: cst.Arg) -> None:
+        located = id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
+        self._in_location -= located
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._in_location:
+            return
         if is_cpu_string(node):
             self.has_cpu_path = True
         elif string_value(node) in _RANK_WORDS:  # os.environ["LOCAL_RANK"]
@@ -67,6 +81,9 @@ class MachineEvidence:
     def note_machine_call(self, call: cst.Call) -> None:
         """Call from the rule's ``visit_Call`` for every call."""
         name = self.names.qualify(call.func) or ""
+        positional = [arg for arg in call.args if arg.keyword is None]
+        if name.endswith(".load") and len(positional) > 1:  # torch.load(f, "cpu")
+            self._locations.add(id(positional[1]))
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":

@@ -68,6 +68,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
+    - a load in the body of `if torch.cuda.is_available():` (its `else` loads with `map_location`, as a rule);
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
       `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
@@ -115,6 +116,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self._classes: list[_ClassFrame] = []
         self._loads: list[_Load] = []  # waiting for the module's end: the evidence is file-wide
         self._cpu_saved_names: set[str] = set()  # file-name literals this module saves CPU values to
+        self._cuda_bodies: set[int] = set()  # ids of ``if torch.cuda.is_available():`` bodies
+        self._in_cuda_body = 0
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = [last_name(arg.value) for arg in node.bases]
@@ -148,6 +151,29 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
             if load.caller_path or self.meets_other_machines:
                 self.report(load.call, fix=cpu_map_location(load.call), statement=load.statement)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # A path built from the caller's arguments (``weights = PATTERN.format(epoch=epoch)``)
+        # is the caller's too.
+        if self._params and self._mentions_params(node.value):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._params[-1].add(target.target.value)
+
+    def _mentions_params(self, expr: cst.BaseExpression) -> bool:
+        params = self._params[-1]
+        return any(isinstance(n, cst.Name) and n.value in params for n in subtree(expr))
+
+    def visit_If(self, node: cst.If) -> None:
+        test = node.test
+        if isinstance(test, cst.Call) and self.names.qualify(test.func) == "torch.cuda.is_available":
+            self._cuda_bodies.add(id(node.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._in_cuda_body += id(node) in self._cuda_bodies
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._in_cuda_body -= id(node) in self._cuda_bodies
+
     def visit_Call(self, node: cst.Call) -> None:
         self.note_machine_call(node)
         name = self.names.qualify(node.func)
@@ -164,6 +190,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         # above) and run where the suite's gates put them.
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
             return
+        if self._in_cuda_body:
+            return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``
         path = argument(node, 0, "f")
         names = _file_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names)
@@ -172,8 +200,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     def _caller_path(self, call: cst.Call) -> bool:
         """Does the loaded path come from the enclosing function's caller (a parameter)?"""
         path = argument(call, 0, "f")
-        params = self._params[-1] if self._params else set()
-        return path is not None and any(isinstance(n, cst.Name) and n.value in params for n in subtree(path.value))
+        return path is not None and bool(self._params) and self._mentions_params(path.value)
 
 
 def _is_cpu_value(expr: cst.BaseExpression) -> bool:
