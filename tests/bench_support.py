@@ -1,15 +1,22 @@
-"""``benchmarks/run.py`` loaded as a module (it is a script, not a package)."""
+"""The scripts of ``benchmarks/`` loaded as modules (they are scripts, not a package)."""
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from types import ModuleType
 
 from fixture_cases import ROOT
 
 
-def bench_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tdv_bench_run", ROOT / "benchmarks" / "run.py")
+def script_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py``, registered under ``tdv_<name>`` (dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(f"tdv_{name}", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def bench_module() -> ModuleType:
+    return script_module("run")

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from bench_support import script_module
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("tdv_precision", ROOT / "benchmarks" / "precision.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-P = _module()
+P = script_module("precision")
 
 LOADS = """import torch
 

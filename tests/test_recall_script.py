@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_support import script_module
 
-
-def _module():
-    spec = importlib.util.spec_from_file_location("tdv_recall", ROOT / "benchmarks" / "recall.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-R = _module()
+R = script_module("recall")
 
 BEFORE = """import torch
 

@@ -95,6 +95,7 @@ def test_tdv201_fix_makes_no_new_evidence():
         "import torch\n\n\nclass Scheduler:\n    def save(self, path):\n        torch.save({}, path)\n\n"
         "    def load(self, path):\n        return torch.load(path)\n\n\n"
     )
+
     def resume(location: str) -> str:
         return scheduler + f"def resume(path):\n    return torch.load(path{location})\n"
 
