@@ -156,18 +156,40 @@ def test_run_time_ordinals_and_checks_are_not_reported(expr):
     "expr",
     [
         '"cuda:1"',
-        "torch.device('cuda', 1)",
-        "torch.device(1)",
-        "mock.Mock(device=torch.device('cuda', 1))",
         "pytest.param(x, id='cuda:1')",
         "{'device': 'cuda:1'}",
         "identity('cuda:1')",
         "[x.to(d) for d in ('cuda:1',)]",
-        "str(torch.device('cuda:1'))",
     ],
 )
 def test_a_device_that_only_travels_as_data_selects_nothing(expr):
     assert found(f"import torch\n\ndef f(x, mock, pytest, identity):\n    return {expr}\n") == []
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["torch.device('cuda', 1)", "torch.device(1)", "mock.Mock(device=torch.device('cuda', 1))",
+     "str(torch.device('cuda:1'))", "torch.device(type='cuda', index=2)"],
+)
+def test_a_torch_device_with_a_literal_ordinal_is_the_choice_itself(expr):
+    """Issue 29: the device object is the hard-coded choice, whatever is done with it;
+    in a test module (ids, params, mocks) it is test data, and a comparison checks one."""
+    assert found(f"import torch\n\ndef f(x, mock):\n    return {expr}\n") == [(4, "TDV401")]
+    assert found(f"import pytest\nimport torch\n\ndef f(x, mock):\n    return {expr}\n") == []
+    assert found(f"import torch\n\ndef f(x, mock):\n    return x.device == {expr}\n") == []
+
+
+def test_a_module_device_constant_is_the_choice_unless_every_use_is_guarded():
+    assert found("import torch\nSECOND_GPU = 'cuda:1'\n") == [(2, "TDV401")]
+    assert found("import torch\nEVAL = torch.device('cuda', 1)\n") == [(2, "TDV401")]
+    assert found("import torch\nGPUS = ['cuda:1', 'cuda:2']\n") == []  # data, not a binding of one device
+    guarded = (
+        "import torch\nDEV = 'cuda:1'\n\ndef f(x):\n    if torch.cuda.device_count() > 1:\n        return x.to(DEV)\n"
+    )
+    assert found(guarded) == []
+    mixed = guarded + "\ndef g(x):\n    return x.to(DEV)\n"
+    assert found(mixed) == [(2, "TDV401")]
+    assert found("import torch\n\ndef f():\n    local = 'cuda:1'\n    return local\n") == []  # not module code
 
 
 HEAD = "import torch\n\ndef f(x, flag, other):\n"
@@ -226,13 +248,15 @@ def test_the_message_says_which_name_carries_the_literal():
 
 
 def test_names_across_scopes():
-    module = "import torch\nDEV = 'cuda:1'\nGPU = 2\nDEVICE = torch.device('cuda', GPU)\n\n"
+    # A test module: its constants are test data, so only where they reach counts here
+    # (in other modules a device constant is reported by itself, see below).
+    module = "import pytest\nimport torch\nDEV = 'cuda:1'\nGPU = 2\nDEVICE = torch.device('cuda', GPU)\n\n"
     # A module-level constant counts in a function, through other module-level names too.
-    assert found(module + "def f(x):\n    return x.to(DEV), x.to(DEVICE)\n") == [(2, "TDV401"), (3, "TDV401")]
+    assert found(module + "def f(x):\n    return x.to(DEV), x.to(DEVICE)\n") == [(3, "TDV401"), (4, "TDV401")]
     # ... and in a method, but not in a class body (its names are the class's).
-    assert found(module + "class A:\n    def f(self, x):\n        return x.to(DEV)\n") == [(2, "TDV401")]
+    assert found(module + "class A:\n    def f(self, x):\n        return x.to(DEV)\n") == [(3, "TDV401")]
     shadowed_in_class = "class A:\n    DEV = 'cpu'\n    def f(self, x):\n        return x.to(DEV)\n"
-    assert found(module + shadowed_in_class) == [(2, "TDV401")]
+    assert found(module + shadowed_in_class) == [(3, "TDV401")]
     assert found(module + "class A:\n    w = torch.ones(1).to(DEV)\n") == []
     # A local binding, a parameter or a global declaration hides it.
     assert found(module + "def f(x):\n    DEV = 'cpu'\n    return x.to(DEV)\n") == []

@@ -179,6 +179,11 @@ class HardCodedOrdinal(Rule):
         ".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "set_default_device(", "map_location=", "load("
     }
 
+    # Are a device object and a module device constant choices by themselves (TDV401),
+    # or only where they reach a device position (TDV402's "cuda:0" names GPU 0 as data
+    # far more often)?
+    CHOICE_OBJECTS = False
+
     @staticmethod
     def wants(ordinal: int) -> bool:
         raise NotImplementedError
@@ -192,6 +197,8 @@ class HardCodedOrdinal(Rule):
         self._shadows: list[frozenset] = []  # comprehension targets and lambda parameters
         self._reported: set[int] = set()
         self._may_guard = _may_speak_of_multi_gpu(context.source)
+        # Module constants bound to a device ("cuda:1", torch.device(...)): name -> literals.
+        self._constants: dict[str, list[_Literal]] = {}
 
     # -- checks and multi-GPU guards --------------------------------------
     # Inside a comparison or an assert call a device is checked, not chosen:
@@ -283,6 +290,10 @@ class HardCodedOrdinal(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         plain = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
         value = self._follow(node.value, self._exempt()) if plain else None
+        if value is not None and self.CHOICE_OBJECTS and self._scope.kind == "module" and not self.context.is_test:
+            devices = [found for found in value.literals if found.kind == DEVICE and found.word]
+            for name in plain:
+                self._constants.setdefault(name, []).extend(devices)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self._bind(target.target.value, value)
@@ -442,6 +453,13 @@ class HardCodedOrdinal(Rule):
             self._checks.append(id(node))
         for arg, accept, how in self._positions(node):
             self._use(arg.value, accept, how)
+        if self.CHOICE_OBJECTS and not self.context.is_test and self.names.qualify(func) == _TORCH_DEVICE:
+            # ``torch.device("cuda", 1)`` is the hard-coded choice itself, whatever is done
+            # with it (in a test module devices are test data: ids, params, mocks).
+            value = _Value()
+            self._walk_torch_device(node, value, self._exempt(), None, DEVICE)
+            for found in value.literals:
+                self._consider(found, found.exempt)
 
     def leave_Call(self, node: cst.Call) -> None:
         if self._checks and self._checks[-1] == id(node):
@@ -499,6 +517,16 @@ class HardCodedOrdinal(Rule):
 
     # -- names: decided once the whole scope is seen ---------------------------
     def leave_Module(self, node: cst.Module) -> None:
+        # A module constant ``SECOND_GPU = "cuda:1"`` is the choice, used in this file or
+        # not (other modules import it); silent only where every use here is guarded.
+        uses: dict[str, list[bool]] = {}
+        for scope in self._scopes:
+            for ref, _accept, _how in scope.uses:
+                uses.setdefault(ref.name, []).append(ref.exempt)
+        for name, literals in self._constants.items():
+            if not uses.get(name) or not all(uses[name]):
+                for found in literals:
+                    self._consider(found, found.exempt)
         for scope in self._scopes:
             if scope.kind == "class":
                 continue  # a class body's names are not followed
@@ -573,6 +601,11 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     batch = batch.cuda(gpu)
     ```
 
+    Outside test modules, a device object with a literal ordinal (`torch.device("cuda:1")`,
+    `torch.device("cuda", 1)`) and a module constant bound to one (`SECOND_GPU =
+    "cuda:1"`) are the choice themselves, wherever they go (other modules import them):
+    reported unless every use of the constant in the file is behind a multi-GPU guard.
+
     The report points at the literal. Ordinal 0 is TDV402 (off by default).
 
     ## Why is this bad?
@@ -599,10 +632,11 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     current device) is a decision about the program, not a rewrite.
 
     ## When it does not report
-    - a device or device string that selects nothing: handed to a mock or to any other
-      function (`canonical("cuda:1")`), a pytest id or param (`id="cuda:1"`), a dict
-      value (`{"device": "cuda:1"}`), returned, or only compared
-      (`t.device == torch.device("cuda", 1)`); `device=` of a call that is not torch's;
+    - a device string that selects nothing: handed to a mock or to any other function
+      (`canonical("cuda:1")`), a pytest id or param (`id="cuda:1"`), a dict value
+      (`{"device": "cuda:1"}`), returned, or only compared (`t.device ==
+      torch.device("cuda", 1)`); `device=` of a call that is not torch's; in a test module
+      (ids, params, mocks), `torch.device(...)` and module constants too;
     - `"cuda"`, ordinals computed at run time (`f"cuda:{rank}"`, `torch.device("cuda", local_rank)`);
     - a name that is not bound exactly once by a plain assignment in its scope
       (a parameter, a loop variable, a name assigned in two branches; a chain of more
@@ -642,6 +676,7 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     """
 
     CODE = "TDV401"
+    CHOICE_OBJECTS = True
     NAME = "hard-coded-cuda-ordinal"
     SUMMARY = (
         'a literal CUDA ordinal >= 1 where it selects a device (`.to("cuda:1")`, `.cuda(1)`, `device=1`, '
