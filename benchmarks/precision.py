@@ -56,6 +56,8 @@ CONTEXT_LINES = 3
 if str(REPO) not in sys.path:  # run from a clone without installing
     sys.path.insert(0, str(REPO))
 
+from benchmarks.mirrors import git_dir as mirror_git_dir  # noqa: E402 - needs the clone on sys.path
+
 
 class CorpusError(Exception):
     """A project that could not be fetched or read: one line for the user."""
@@ -221,16 +223,6 @@ def _normal(name: str) -> str:
 REPO_PREFIX = "github:"
 
 
-def mirrors_dir() -> Path:
-    return Path(os.environ.get("TDV_MIRRORS", "/work/.mirror"))
-
-
-def mirror_git_dir(project: Project) -> Path:
-    """The git directory of a ``github:owner/name`` project's local mirror."""
-    top = mirrors_dir() / project.name[len(REPO_PREFIX):].replace("/", "+") / "repo"
-    return top / ".git" if (top / ".git").is_dir() else top
-
-
 def export_commit(project: Project, root: Path) -> None:
     """The project's .py and .ipynb files at its pinned commit, from the local mirror.
 
@@ -238,7 +230,7 @@ def export_commit(project: Project, root: Path) -> None:
     ``.missing`` (the report counts them as not analysed)."""
     import subprocess
 
-    git_dir = mirror_git_dir(project)
+    git_dir = mirror_git_dir(project.name[len(REPO_PREFIX):])
     if not (git_dir / "HEAD").exists():
         raise CorpusError(f"no local mirror of {project.name} at {git_dir} (fetch it with the search tool)")
     git = ["git", "--git-dir", str(git_dir)]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import re
 import subprocess
 import sys
@@ -39,6 +38,8 @@ _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.M)
 
 if str(REPO) not in sys.path:  # run from a clone without installing
     sys.path.insert(0, str(REPO))
+
+from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
 
 
 class CorpusError(Exception):
@@ -82,11 +83,6 @@ def read_fixes(path: Path = FIXES_CSV) -> list[Fix]:
         fixes.append(Fix(row["repo"], row["commit"], row["path"], row["class"], row["visible"] == "yes",
                          row["split"], row["note"]))
     return fixes
-
-
-def git_dir(repo: str) -> Path:
-    top = Path(os.environ.get("TDV_MIRRORS", "/work/.mirror")) / repo.replace("/", "+") / "repo"
-    return top / ".git" if (top / ".git").is_dir() else top
 
 
 def _git(repo: str, *args: str) -> str:

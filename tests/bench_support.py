@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 from fixture_cases import ROOT
@@ -20,3 +22,9 @@ def script_module(name: str) -> ModuleType:
 
 def bench_module() -> ModuleType:
     return script_module("run")
+
+
+def git(*args: str, cwd: Path) -> str:
+    """Run git in ``cwd`` (a throw-away repository: a mirror in a test) and return its output."""
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from bench_support import script_module
+from bench_support import git, script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 P = script_module("precision")
@@ -156,26 +155,21 @@ def test_real_corpus_files_are_well_formed():
     assert all((label.project, label.version) in known for label in labels.values())
 
 
-def _git(*args, cwd):
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                   capture_output=True)
-
-
 def test_a_repository_row_is_read_from_its_mirror_at_the_pinned_commit(tmp_path, monkeypatch):
     work = tmp_path / "mirrors" / "someone+scripts" / "repo"
     work.mkdir(parents=True)
-    _git("init", "-q", cwd=work)
+    git("init", "-q", cwd=work)
     (work / "train.py").write_text(LOADS, encoding="utf-8")
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
             "source": ["import torch\n", "device = 'cpu'; state = torch.load('w.pt')\n"]}
     notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (work / "demo.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
     (work / "notes.txt").write_text("not code", encoding="utf-8")
-    _git("add", ".", cwd=work)
-    _git("commit", "-qm", "first", cwd=work)
-    pinned = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "first", cwd=work)
+    pinned = git("rev-parse", "HEAD", cwd=work)
     (work / "train.py").write_text(SAFE, encoding="utf-8")
-    _git("commit", "-qam", "later", cwd=work)
+    git("commit", "-qam", "later", cwd=work)
     monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
     project = P.Project("github:someone/scripts", pinned, "tune", "user")
     root = P.project_root(project, tmp_path / "cache", offline=True)

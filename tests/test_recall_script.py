@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-
-from bench_support import script_module
+from bench_support import git, script_module
 
 R = script_module("recall")
 
@@ -22,21 +20,16 @@ FIXED = "torch.load(path, map_location='cpu')\n\n\ndef load_other"
 AFTER = BEFORE.replace("torch.load(path)\n\n\ndef load_other", FIXED)
 
 
-def _git(*args, cwd):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
-
-
 def _mirror(tmp_path):
     work = tmp_path / "mirrors" / "someone+trainer" / "repo"
     work.mkdir(parents=True)
-    _git("init", "-q", cwd=work)
+    git("init", "-q", cwd=work)
     (work / "ckpt.py").write_text(BEFORE, encoding="utf-8")
-    _git("add", ".", cwd=work)
-    _git("commit", "-qm", "first", cwd=work)
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "first", cwd=work)
     (work / "ckpt.py").write_text(AFTER, encoding="utf-8")
-    _git("commit", "-qam", "fix: map_location", cwd=work)
-    return _git("rev-parse", "HEAD", cwd=work)
+    git("commit", "-qam", "fix: map_location", cwd=work)
+    return git("rev-parse", "HEAD", cwd=work)
 
 
 def test_a_fix_is_found_at_its_lines_and_its_finding_disappears(tmp_path, monkeypatch):
