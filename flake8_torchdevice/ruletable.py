@@ -47,10 +47,15 @@ def write_pages(docs: Path) -> None:
         (docs / f"{rule.CODE}.md").write_text(page(rule), encoding="utf-8")
 
 
+def between(text: str, start: str, end: str, block: str) -> str:
+    """``text`` with what lies between the markers ``start`` and ``end`` replaced by ``block``."""
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{block}\n{end}{tail}"
+
+
 def with_table(readme: str) -> str:
-    head, _, rest = readme.partition(START)
-    _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{table()}\n{END}{tail}"
+    return between(readme, START, END, table())
 
 
 def main(argv: list[str]) -> int:

@@ -47,13 +47,14 @@ class MachineEvidence:
         self._locations: set[int] = set()  # ids of map_location arguments
         self._in_location = 0
 
+    def _is_location(self, node: cst.Arg) -> bool:
+        return id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
+
     def visit_Arg(self, node: cst.Arg) -> None:
-        located = id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
-        self._in_location += located
+        self._in_location += self._is_location(node)
 
     def leave_Arg(self, node: cst.Arg) -> None:
-        located = id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
-        self._in_location -= located
+        self._in_location -= self._is_location(node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self._in_location:

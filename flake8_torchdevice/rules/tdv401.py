@@ -517,16 +517,7 @@ class HardCodedOrdinal(Rule):
 
     # -- names: decided once the whole scope is seen ---------------------------
     def leave_Module(self, node: cst.Module) -> None:
-        # A module constant ``SECOND_GPU = "cuda:1"`` is the choice, used in this file or
-        # not (other modules import it); silent only where every use here is guarded.
-        uses: dict[str, list[bool]] = {}
-        for scope in self._scopes:
-            for ref, _accept, _how in scope.uses:
-                uses.setdefault(ref.name, []).append(ref.exempt)
-        for name, literals in self._constants.items():
-            if not uses.get(name) or not all(uses[name]):
-                for found in literals:
-                    self._consider(found, found.exempt)
+        self._report_constants()
         for scope in self._scopes:
             if scope.kind == "class":
                 continue  # a class body's names are not followed
@@ -535,6 +526,22 @@ class HardCodedOrdinal(Rule):
                 for found, kind, exempt in self._values(scope, ref, ref.exempt, frozenset()):
                     if kind in accept:
                         self._consider(found, exempt, message)
+
+    def _report_constants(self) -> None:
+        """A module constant ``SECOND_GPU = "cuda:1"`` is the choice, used in this file or
+        not (other modules import it); silent only where every use here is guarded."""
+        wanted = {name for name, literals in self._constants.items() if literals}
+        if not wanted:
+            return
+        guarded: dict[str, bool] = {}  # name -> every use so far is exempt
+        for scope in self._scopes:
+            for ref, _accept, _how in scope.uses:
+                if ref.name in wanted:
+                    guarded[ref.name] = guarded.get(ref.name, True) and ref.exempt
+        for name in wanted:
+            if not guarded.get(name, False):
+                for found in self._constants[name]:
+                    self._consider(found, found.exempt)
 
     def _values(self, scope: _Scope, ref: _Ref, exempt: bool, seen: frozenset):
         """(literal, kind, exempt) for each literal the name ``ref``, read in

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import datetime
 import platform
-import re
 import shutil
 import subprocess
 from pathlib import Path
+
+from flake8_torchdevice.ruletable import between
 
 from .summary import COLUMNS, CPU_ONLY
 
@@ -63,11 +64,6 @@ def _markdown(header, rows) -> str:
     return "\n".join(lines)
 
 
-def _replace(text: str, start: str, end: str, block: str) -> str:
-    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-    return pattern.sub(lambda _: f"{start}\n{block}\n{end}", text, count=1)
-
-
 def update(path: Path, table: list[tuple], columns: list[int], run: dict) -> None:
     """Write this run's ``columns`` of ``table`` (rows as summary.rows gives them) into ``path``.
 
@@ -84,8 +80,8 @@ def update(path: Path, table: list[tuple], columns: list[int], run: dict) -> Non
         stamp = [run["date"], run["machine"], run["torch"], run["python"]]
         runs[COLUMNS[i]] = [COLUMNS[i], *stamp]
     run_rows = [runs.get(name, [name, NOT_RUN, "", "", ""]) for name in COLUMNS[1:]]
-    text = _replace(text, START, END, _markdown(COLUMNS, merged))
-    text = _replace(text, RUNS_START, RUNS_END, _markdown(RUNS_HEADER, run_rows))
+    text = between(text, START, END, _markdown(COLUMNS, merged))
+    text = between(text, RUNS_START, RUNS_END, _markdown(RUNS_HEADER, run_rows))
     path.write_text(text, encoding="utf-8")
 
 
