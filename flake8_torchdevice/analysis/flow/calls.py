@@ -1,0 +1,264 @@
+"""Calls: factories, moves, loads, torch functions, module calls and methods."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..._lazy import cst
+from ..code import argument, code_of, last_name, string_value
+from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
+from .values import (
+    BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Value, placed_result,
+)
+from .words import (
+    COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DTYPES, FRAMEWORK_CALLS, KEEPING_METHODS, REDUCTIONS,
+    SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+)
+
+
+class Calls:
+    """Mixin of the flow walk (``analysis._Analysis``)."""
+
+    def call(self, call: cst.Call, env: dict) -> Optional[Value]:
+        qualified = self.names.qualify(call.func) or ""
+        if qualified and factory_name(self.names, call):
+            return self.factory(call, qualified, env)
+        if qualified == "torch.load":
+            return self.load(call, env)
+        if qualified == "torch.onnx.export":
+            args = [self.ev(arg.value, env) for arg in call.args]
+            model = args[0] if args else None
+            if model is not None and model.kind in (PLACED, MOVED) and len(call.args) > 1:
+                for value in self.flat(call.args[1].value, env):
+                    self.meet(call, value, model.derived(PLACED), evident=True, module=True)
+            return None
+        if qualified == "torch.device":
+            for arg in call.args:
+                self.ev(arg.value, env)
+            first = call.args[0].value if call.args else None
+            text = string_value(first) if first is not None else None
+            return Value(DEVICE, call, zero=text is not None and text.startswith("cpu"))
+        if qualified.startswith("torch.") and not qualified.startswith("torch.nn.") or qualified.startswith(
+            "torch.nn.functional."
+        ):
+            return self.torch_function(call, qualified, env)
+        if qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
+            for arg in call.args:
+                self.ev(arg.value, env)
+            return Value(LOSS, call.func)
+        if _is_numpy_array(call.func, self.names):
+            values = [self.ev(arg.value, env) for arg in call.args]
+            if values and values[0] is not None and values[0].kind == PLACED:
+                self.record_numpy(call, values[0])
+            return Value(NUMPY, call)
+        if isinstance(call.func, cst.Attribute):
+            return self.method(call, call.func, env)
+        callee = self.ev(call.func, env)
+        args = [(arg, self.ev(arg.value, env)) for arg in call.args]
+        name = last_name(call.func) or ""
+        if name in SCALAR_BUILTINS:
+            return None
+        if callee is not None and callee.kind in (PLACED, MOVED):
+            return self.module_call(call, callee, args)
+        if callee is not None and callee.kind == LOSS or "loss" in name.lower() or "criterion" in name.lower():
+            self.combine_all(call, [v for _, v in args], evident=True)
+            return placed_result([v for _, v in args])
+        if isinstance(call.func, cst.Name) and name in getattr(self.names, "_classes", {}):
+            return Value(OBJECT, name, local=True)  # an instance of a class of this file
+        return None
+
+    def module_call(self, call, module: Value, args) -> Value:
+        if not module.local:
+            for arg, value in args:
+                if _on_purpose(arg):
+                    continue
+                for each in [value] if value is not None else []:
+                    self.meet(call, each, module.derived(PLACED, label=module.label), evident=True, module=True)
+        param = module.param or any(v is not None and (v.param or v.kind == INPUT) for _, v in args)
+        result = Value(PLACED, f"{module.label}(...)", param=param)
+        return result
+
+    def method(self, call: cst.Call, func: cst.Attribute, env: dict) -> Optional[Value]:
+        receiver = self.ev(func.value, env)
+        method = func.attr.value
+        args = [self.ev(arg.value, env) for arg in call.args]
+        if method in FRAMEWORK_CALLS and not isinstance(func.value, cst.Name) or (
+            method in FRAMEWORK_CALLS and receiver is None
+        ):
+            return Value(FRAMEWORK, call)
+        if receiver is not None and receiver.kind == BATCH:
+            return None  # batch.to(device) may move a container in place
+        if method in ("to", "cuda"):
+            return self.move(call, receiver, method, args, env)
+        if method == "cpu":
+            if receiver is not None and receiver.kind == SIBLING:
+                return None
+            zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
+            return Value(CPU, call, zero=zero)
+        if method == "numpy":
+            if receiver is not None and receiver.kind == PLACED and not _forced(call):
+                self.record_numpy(call, receiver)
+            return Value(NUMPY, call)
+        if receiver is None:
+            return None
+        if receiver.kind == SIBLING:
+            if method in TENSOR_MEMBERS:
+                receiver.evidence = True
+                if method in COMBINE_METHODS:
+                    for value in args:
+                        self.meet(call, receiver, value, evident=True)
+                return receiver if method in KEEPING_METHODS else None
+            return None
+        if receiver.kind == MOVED and method in ("eval", "train", "half", "float", "double"):
+            return receiver
+        if receiver.kind not in (CPU, PLACED):
+            return None
+        if method in SCALAR_METHODS:
+            return None
+        if method in COMBINE_METHODS:
+            for value in args:
+                self.meet(call, receiver, value, evident=False)
+        if method not in KEEPING_METHODS:
+            return None
+        if receiver.kind == CPU and method in REDUCTIONS and not call.args:
+            return receiver.derived(zero=True)
+        return receiver
+
+    def move(self, call: cst.Call, receiver: Optional[Value], method: str, args, env: dict) -> Optional[Value]:
+        """``.to(...)`` / ``.cuda(...)``: where does the result live?"""
+        if method == "cuda":
+            where = PLACED
+        else:
+            where = self.destination(call, args, env)
+        if receiver is not None and receiver.kind == SIBLING and where is not None:
+            receiver.loop.moved.append(receiver.label)
+        if where is None:
+            if receiver is not None and receiver.kind in (CPU, PLACED) and _dtype_only(call, self.names):
+                return receiver
+            return None
+        if receiver is not None and receiver.kind == BATCH:
+            return None
+        local = receiver is not None and receiver.local
+        param = receiver is not None and (receiver.param or receiver.kind == INPUT)
+        if where == CPU:
+            zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
+            return Value(CPU, call, zero=zero)
+        label = call.func.value if receiver is None or receiver.kind != PLACED else receiver.label
+        return Value(PLACED, label, local=local, param=param)
+
+    def destination(self, call: cst.Call, args, env: dict) -> Optional[str]:
+        """``CPU``, ``PLACED`` or None (a dtype, another tensor's device unknown)."""
+        arg = argument(call, 0, "device")
+        if arg is None:
+            return None
+        value = args[[a for a in call.args].index(arg)] if arg in call.args else None
+        expr = arg.value
+        text = string_value(expr)
+        if text is not None:
+            return CPU if text.startswith("cpu") else PLACED
+        if isinstance(expr, cst.Integer):
+            return PLACED
+        if value is not None:
+            if value.kind == DEVICE:
+                return CPU if value.zero else PLACED
+            if value.kind in (CPU, PLACED):
+                return value.kind  # .to(other): other's device
+            if value.kind not in (INPUT,):
+                return None
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
+            return None  # the device of something unknown
+        name = code_of(expr).lower()
+        if "cpu" in name:
+            return CPU
+        if isinstance(expr, (cst.Name, cst.Attribute)) and any(
+            w in name for w in ("device", "dev", "gpu", "cuda", "rank")
+        ):
+            return PLACED
+        return None
+
+    def factory(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
+        values = [self.ev(arg.value, env) for arg in call.args]
+        if any(arg.star == "**" for arg in call.args) or argument(call, None, "out") is not None:
+            return None
+        device = argument(call, None, "device")
+        if device is not None:
+            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
+            if where == PLACED:
+                return Value(PLACED, call.func)
+            if where == CPU:
+                return Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
+            return None
+        if qualified in DATA_FACTORIES and values:
+            first = values[0]
+            if first is not None and first.kind in (PLACED, INPUT, SIBLING):
+                return None  # torch.tensor(x) keeps x's device; unknown inputs: unknown
+            if first is not None and first.kind == NUMPY:
+                return Value(CPU, call.func, factory=True)
+        if qualified == "torch.from_numpy":
+            return Value(CPU, call.func, factory=True)
+        return Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
+
+    def load(self, call: cst.Call, env: dict) -> Optional[Value]:
+        for arg in call.args:
+            self.ev(arg.value, env)
+        where = argument(call, 1, "map_location")
+        text = string_value(where.value) if where is not None else None
+        if text is not None and text.startswith("cpu"):
+            return Value(CPU, "torch.load(...)", zero=True)  # a model or a checkpoint dict
+        return None
+
+    def torch_function(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
+        values = []
+        for arg in call.args:
+            values.extend(self.flat(arg.value, env))
+        if qualified in COMBINE_FUNCS or qualified.startswith("torch.nn.functional."):
+            self.combine_all(call, values, evident=True)
+        if any(v is not None and v.kind == PLACED for v in values):
+            return placed_result(values)
+        cpu = [v for v in values if v is not None and v.kind == CPU]
+        if cpu and len(cpu) == len(values):
+            return Value(CPU, cpu[0].label, zero=all(v.zero for v in cpu), factory=cpu[0].factory)
+        return None
+
+    def flat(self, expr, env: dict) -> list:
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return [self.ev(e.value, env) for e in expr.elements]
+        return [self.ev(expr, env)]
+
+    def combine_all(self, node, values, evident: bool) -> None:
+        for i, a in enumerate(values):
+            for b in values[i + 1:]:
+                self.meet(node, a, b, evident=evident)
+
+
+def _is_numpy_array(func, names) -> bool:
+    """``np.asarray`` / ``numpy.array`` (NumPy imported in this file)."""
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("asarray", "array")
+        and isinstance(func.value, cst.Name)
+        and func.value.value in ("np", "numpy")
+        and names.imports_any(("numpy",))
+    )
+
+
+def _on_purpose(arg: cst.Arg) -> bool:
+    """``lengths`` for ``pack_padded_sequence``: kept on the CPU on purpose."""
+    words = [arg.keyword.value if arg.keyword is not None else "", code_of(arg.value)]
+    return any(w in word.lower() for word in words for w in CPU_ON_PURPOSE)
+
+
+def _forced(call: cst.Call) -> bool:
+    force = argument(call, 0, "force")
+    return force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False")
+
+
+def _dtype_only(call: cst.Call, names) -> bool:
+    """``.to(torch.float16)`` / ``.to(dtype=...)``: the device does not change."""
+    if not call.args:
+        return False
+    first = call.args[0]
+    if first.keyword is not None:
+        return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy") for a in call.args)
+    qualified = names.qualify(first.value) or ""
+    return qualified.startswith("torch.") and qualified.rpartition(".")[2] in DTYPES

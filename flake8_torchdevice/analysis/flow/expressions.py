@@ -1,0 +1,168 @@
+"""Expressions: names, attributes, operators, subscripts and comprehensions."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..._lazy import cst
+from ..code import code_of, string_value
+from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, Meet, PLACED, SIBLING, Value, combined, same
+from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
+
+
+class Expressions:
+    """Mixin of the flow walk (``analysis._Analysis``)."""
+
+    def bind(self, target, value: Optional[Value], env: dict) -> None:
+        if isinstance(target, cst.Name):
+            if value is None:
+                env[target.value] = BOUND
+            elif value.kind in (CPU, PLACED):
+                env[target.value] = value.derived(label=target.value)  # messages name the variable
+            else:
+                env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                framework = value is not None and value.kind == FRAMEWORK
+                self.bind(element.value, value if framework else None, env)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, None, env)
+        else:
+            self.ev(target, env)  # a[i] = v / self.x = v: evaluate the parts
+
+    def ev(self, expr, env: dict) -> Optional[Value]:
+        if isinstance(expr, cst.Name):
+            value = env.get(expr.value)
+            return None if value is BOUND else value
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            text = string_value(expr) or ""
+            if text.partition(":")[0] in DEVICE_TYPES:
+                return Value(DEVICE, repr(text), zero=text.startswith("cpu"))
+            return None
+        if isinstance(expr, cst.Call):
+            return self.call(expr, env)
+        if isinstance(expr, cst.Attribute):
+            base = self.ev(expr.value, env)
+            return self.attribute(expr, base)
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.ev(expr.left, env), self.ev(expr.right, env)
+            self.meet(expr, left, right, evident=False)
+            return combined(left, right)
+        if isinstance(expr, cst.Comparison):
+            left = self.ev(expr.left, env)
+            result = None
+            for comparison in expr.comparisons:
+                right = self.ev(comparison.comparator, env)
+                if isinstance(comparison.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+                    result = None
+                else:
+                    self.meet(expr, left, right, evident=False)
+                    result = combined(left, right)
+                left = right
+            return result
+        if isinstance(expr, cst.Subscript):
+            return self.subscript(expr, env)
+        if isinstance(expr, cst.UnaryOperation):
+            inner = self.ev(expr.expression, env)
+            return None if isinstance(expr.operator, cst.Not) else inner
+        if isinstance(expr, cst.IfExp):
+            self.ev(expr.test, env)
+            body, orelse = self.ev(expr.body, env), self.ev(expr.orelse, env)
+            return body if same(body, orelse) else None
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self.comprehension(expr, env)
+            return None
+        if isinstance(expr, cst.NamedExpr):
+            value = self.ev(expr.value, env)
+            self.bind(expr.target, value, env)
+            return value
+        if isinstance(expr, cst.Lambda):
+            return None
+        for child in _expression_children(expr):
+            self.ev(child, env)
+        return None
+
+    def attribute(self, expr: cst.Attribute, base: Optional[Value]) -> Optional[Value]:
+        attr = expr.attr.value
+        if base is None:
+            return None
+        if base.kind == BATCH:
+            return self.element(base, code_of(expr))
+        if attr == "device" and base.kind in (CPU, PLACED):
+            return Value(DEVICE, expr, zero=base.kind == CPU)
+        if base.kind == SIBLING:
+            if attr in TENSOR_MEMBERS:
+                base.evidence = True
+            return None
+        if attr in META_ATTRS or base.kind not in (CPU, PLACED):
+            return None
+        if base.kind == CPU and base.factory is False and base.label.startswith("torch.load"):
+            return None  # checkpoint["epoch"]: may be anything
+        return base
+
+    def subscript(self, expr: cst.Subscript, env: dict) -> Optional[Value]:
+        base = self.ev(expr.value, env)
+        for element in expr.slice:
+            if isinstance(element.slice, cst.Index):
+                self.index_with(expr, base, self.ev(element.slice.value, env))
+            else:
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.ev(part, env)
+        if base is None:
+            return None
+        if base.kind == BATCH:
+            return self.element(base, code_of(expr))
+        if base.kind == SIBLING:
+            base.evidence = True  # indexed: a tensor or a sequence; see evidence in use
+            return None
+        if base.kind == PLACED:
+            return base
+        if base.kind == CPU and not base.label.startswith("torch.load"):
+            return base.derived(zero=True)  # counts[j]: maybe one element
+        return None
+
+    def index_with(self, expr, base: Optional[Value], index: Optional[Value]) -> None:
+        """``cpu_values[placed_indices]``: torch takes indices on the CPU or on
+        the indexed tensor's device, so only this way round fails."""
+        if base is None or index is None or self.mute:
+            return
+        if base.kind == CPU and not base.zero and index.kind == PLACED:
+            if not (base.factory and index.param):  # TDV502 reports a factory meeting an input
+                self.flow.meets.append(Meet(expr, base, index, self.index))
+
+    def comprehension(self, expr, env: dict) -> None:
+        local = dict(env)
+        clause = expr.for_in
+        while clause is not None:
+            self.ev(clause.iter, local)
+            self.bind(clause.target, None, local)
+            for condition in clause.ifs:
+                self.ev(condition.test, local)
+            clause = clause.inner_for_in
+        if isinstance(expr, cst.DictComp):
+            self.ev(expr.key, local)
+            self.ev(expr.value, local)
+        else:
+            self.ev(expr.elt, local)
+
+
+def _expression_children(expr) -> list:
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in expr.elements]
+    if isinstance(expr, cst.Dict):
+        out = []
+        for element in expr.elements:
+            if isinstance(element, cst.DictElement):
+                out.append(element.key)
+            out.append(element.value)
+        return out
+    if isinstance(expr, cst.BooleanOperation):
+        return [expr.left, expr.right]
+    if isinstance(expr, cst.Await):
+        return [expr.expression]
+    if isinstance(expr, (cst.Yield, cst.StarredElement)):
+        return [expr.value] if isinstance(expr.value, cst.BaseExpression) else []
+    if isinstance(expr, cst.FormattedString):
+        return [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
+    return []

@@ -1,0 +1,55 @@
+"""Loader loops: ``for x, y in loader`` yields CPU elements, one of which may stay behind."""
+
+from __future__ import annotations
+
+from ..._lazy import cst
+from ..code import code_of, last_name
+from .values import BATCH, FRAMEWORK, Loop, SIBLING, Value
+from .words import LOADER_WORDS, WRAPPERS
+
+
+class Loops:
+    """Mixin of the flow walk (``analysis._Analysis``)."""
+
+    def loader_elements(self, node: cst.For, env: dict) -> None:
+        """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)`` /
+        ``for batch in loader``: the elements, not moved yet."""
+        iterable, target = node.iter, node.target
+        if isinstance(iterable, cst.Call) and last_name(iterable.func) in WRAPPERS and iterable.args:
+            if last_name(iterable.func) == "enumerate":
+                if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                    return
+                target = target.elements[1].value
+            iterable = iterable.args[0].value
+        if not self.is_loader(iterable, env):
+            return
+        loop = Loop()
+        if isinstance(target, cst.Name):
+            env[target.value] = Value(BATCH, target.value, loop=loop)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                if isinstance(element.value, cst.Name):
+                    label = element.value.value
+                    env[label] = loop.elements[label] = Value(SIBLING, label, loop=loop)
+
+    def is_loader(self, iterable, env: dict) -> bool:
+        if isinstance(iterable, cst.Name):
+            known = env.get(iterable.value)
+            if known is not None and known.kind == FRAMEWORK:
+                return False
+            return iterable.value in LOADER_WORDS
+        if isinstance(iterable, cst.Attribute):
+            return iterable.attr.value in LOADER_WORDS and not _framework_owner(iterable)
+        if isinstance(iterable, cst.Call):
+            return last_name(iterable.func) == "DataLoader"
+        return False
+
+    def element(self, batch: Value, label: str) -> Value:
+        loop = batch.loop
+        if label not in loop.elements:
+            loop.elements[label] = Value(SIBLING, label, loop=loop)
+        return loop.elements[label]
+
+
+def _framework_owner(expr: cst.Attribute) -> bool:
+    return "trainer" in code_of(expr.value).lower()

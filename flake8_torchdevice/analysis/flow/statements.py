@@ -1,0 +1,190 @@
+"""Statements: bindings, branches, loops, ``try`` and ``with``, in source order."""
+
+from __future__ import annotations
+
+from ..._lazy import cst
+from ..code import code_of, param_names, string_value, subtree, target_names
+from ..guards import _expects_failure, is_no_cuda_test
+from .values import BOUND, CPU, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
+
+
+class Statements:
+    """Mixin of the flow walk (``analysis._Analysis``)."""
+
+    def block(self, statements, env: dict) -> None:
+        for statement in statements:
+            self.statement(statement, env)
+
+    def statement(self, node, env: dict) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self.small(small, env)
+        elif isinstance(node, cst.If):
+            self.if_(node, env)
+        elif isinstance(node, (cst.For, cst.While)):
+            self.loop(node, env)
+        elif isinstance(node, cst.With):
+            muted = any(_expects_failure(item) for item in node.items)
+            for item in node.items:
+                self.ev(item.item, env)
+                if item.asname is not None:
+                    self.bind(item.asname.name, None, env)
+            self.mute += muted
+            self.block(body_of(node.body), env)
+            self.mute -= muted
+        elif isinstance(node, cst.Try):
+            before = dict(env)
+            self.block(body_of(node.body), env)
+            ends = [env.copy()]
+            for handler in node.handlers:
+                local = merge(before, env)
+                self.block(body_of(handler.body), local)
+                ends.append(local)
+            if node.orelse is not None:
+                self.block(body_of(node.orelse.body), ends[0])
+            merged = ends[0]
+            for other in ends[1:]:
+                merged = merge(merged, other)
+            env.clear()
+            env.update(merged)
+            if node.finalbody is not None:
+                self.block(body_of(node.finalbody.body), env)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            env.pop(node.name.value, None)
+        else:
+            env.clear()  # match, async constructs: forget what was known
+
+    def small(self, node, env: dict) -> None:
+        if isinstance(node, cst.Assign):
+            value = self.ev(node.value, env)
+            for target in node.targets:
+                self.bind(target.target, value, env)
+        elif isinstance(node, cst.AnnAssign):
+            value = self.ev(node.value, env) if node.value is not None else None
+            self.bind(node.target, value, env)
+        elif isinstance(node, cst.AugAssign):
+            target = self.ev(node.target, env)
+            value = self.ev(node.value, env)
+            self.meet(node, target, value)
+            self.bind(node.target, combined(target, value), env)
+        elif isinstance(node, cst.Expr):
+            self.expression_statement(node.value, env)
+        elif isinstance(node, cst.Del):
+            for name in target_names(node.target):
+                env.pop(name, None)
+        elif isinstance(node, (cst.Return, cst.Assert)):
+            expr = node.value if isinstance(node, cst.Return) else node.test
+            if expr is not None:
+                self.ev(expr, env)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            for name in node.names:
+                env.pop(name.name.value, None)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            for name in _imported_names(node):
+                env.pop(name, None)
+
+    def expression_statement(self, expr, env: dict) -> None:
+        """``model.to(device)`` / ``model.cuda()`` alone moves a module in place."""
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and isinstance(expr.func.value, cst.Name)
+            and expr.func.attr.value in ("to", "cuda")
+        ):
+            name = expr.func.value.value
+            before = env.get(name)
+            before = None if before is BOUND else before
+            result = self.ev(expr, env)
+            if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED):
+                if result is not None and result.kind == PLACED:
+                    env[name] = Value(MOVED, name, local=bool(before and before.local),
+                                      param=bool(before and before.param))
+                elif result is not None and result.kind == CPU:
+                    env.pop(name, None)
+            return
+        self.ev(expr, env)
+
+    def if_(self, node: cst.If, env: dict) -> None:
+        self.ev(node.test, env)
+        cpu_only = _cpu_only_test(node.test, self.names)
+        body_env = dict(env)
+        self.mute += cpu_only
+        self.block(body_of(node.body), body_env)
+        self.mute -= cpu_only
+        else_env = dict(env)
+        if node.orelse is not None:
+            cuda_only_else = _cuda_test(node.test)
+            self.mute += cuda_only_else
+            if isinstance(node.orelse, cst.If):
+                self.if_(node.orelse, else_env)
+            else:
+                self.block(body_of(node.orelse.body), else_env)
+            self.mute -= cuda_only_else
+        merged = merge(body_env, else_env)
+        env.clear()
+        env.update(merged)
+
+    def loop(self, node, env: dict) -> None:
+        """The body is walked once, from the state before the loop: exactly the
+        first iteration, which runs whenever any does. After the loop, a name
+        keeps its value only where the loop body left it unchanged."""
+        before = dict(env)
+        if isinstance(node, cst.For):
+            self.ev(node.iter, env)
+            self.bind(node.target, None, env)
+            self.loader_elements(node, env)
+        else:
+            self.ev(node.test, env)
+        self.block(body_of(node.body), env)
+        merged = merge(before, env)
+        if node.orelse is not None:
+            self.block(body_of(node.orelse.body), merged)
+        env.clear()
+        env.update(merged)
+
+
+def params_of(node: cst.FunctionDef) -> list:
+    return [n for n in param_names(node.params) if n not in ("self", "cls")]
+
+
+def body_of(suite) -> list:
+    return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [cst.SimpleStatementLine(body=suite.body)]
+
+
+def _cpu_only_test(test, names) -> bool:
+    """``device.type == "cpu"`` / ``not torch.cuda.is_available()``: the body runs on the CPU."""
+    if is_no_cuda_test(test, names):
+        return True
+    for node in subtree(test):
+        if isinstance(node, cst.Comparison) and all(
+            isinstance(c.operator, (cst.Equal, cst.Is)) for c in node.comparisons
+        ):
+            operands = [node.left] + [c.comparator for c in node.comparisons]
+            if any((string_value(o) or "").startswith("cpu") for o in operands):
+                return True
+    return False
+
+
+def _cuda_test(test) -> bool:
+    """``torch.cuda.is_available()`` / ``device.type == "cuda"``: the else branch is CPU-only."""
+    for node in subtree(test):
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return False
+        if isinstance(node, cst.Comparison) and any(
+            isinstance(c.operator, (cst.NotEqual, cst.IsNot)) for c in node.comparisons
+        ):
+            return False
+    code = code_of(test)
+    return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
+
+
+def _imported_names(node) -> list:
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    out = []
+    for alias in node.names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            out.append(alias.asname.name.value)
+        else:
+            out.append(code_of(alias.name).partition(".")[0])
+    return out

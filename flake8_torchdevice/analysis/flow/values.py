@@ -1,0 +1,98 @@
+"""What the device flow knows of a value, and how two paths' knowledge merges."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..code import code_of
+
+
+CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMPY = (
+    "cpu placed moved sibling batch loss object input framework device numpy".split()
+)
+
+
+class Value:
+    __slots__ = ("kind", "_label", "zero", "factory", "param", "local", "loop", "evidence")
+
+    def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
+        self.kind = kind
+        self._label = label  # text, or the node whose code it is (generated when read: few are)
+        self.zero = zero  # maybe 0-dim: mixes with any device legally
+        self.factory = factory  # a CPU factory result (TDV502's domain when it meets an input)
+        self.param = param  # derived from a function parameter
+        self.local = local  # a module of a class defined in this file (its forward may move inputs)
+        self.loop = loop  # the loader loop of a SIBLING / BATCH
+        self.evidence = False  # a SIBLING used as a tensor
+
+    @property
+    def label(self) -> str:
+        if not isinstance(self._label, str):
+            self._label = code_of(self._label)
+        return self._label
+
+    def derived(self, kind=None, label=None, zero=None):
+        copy = Value(kind or self.kind, self._label if label is None else label,
+                     self.zero if zero is None else zero, self.factory, self.param, self.local, self.loop)
+        copy.evidence = self.evidence
+        return copy
+
+
+BOUND = Value("bound")  # a local name bound to something unknown (not a free name)
+
+
+class Loop:
+    __slots__ = ("moved", "elements")
+
+    def __init__(self) -> None:
+        self.moved: list = []  # labels of elements moved with .to / .cuda
+        self.elements: dict = {}  # label -> Value, to share tensor evidence
+
+
+class Meet:
+    __slots__ = ("node", "cpu", "placed", "statement")
+
+    def __init__(self, node, cpu: Optional[Value], placed: Value, statement: Optional[int] = None) -> None:
+        self.node, self.cpu, self.placed, self.statement = node, cpu, placed, statement
+
+
+class Flow:
+    """What one scope proves: the meetings found in it."""
+
+    __slots__ = ("meets", "siblings", "numpys")
+
+    def __init__(self) -> None:
+        self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
+        self.siblings: list = []  # Meet: a loader element left behind (TDV602)
+        self.numpys: list = []  # Meet(node, None, placed): NumPy of a placed tensor (TDV603)
+
+
+def same(a: Optional[Value], b: Optional[Value]) -> bool:
+    if a is None or b is None or a.kind != b.kind:
+        return False
+    if a.kind == CPU:
+        return a.zero == b.zero
+    return a.loop is b.loop and a.local == b.local
+
+
+def merge(a: dict, b: dict) -> dict:
+    return {name: value for name, value in a.items() if name in b and (value is b[name] or same(value, b[name]))}
+
+
+def combined(left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
+    """The result of an out-of-place op of two operands."""
+    values = [left, right]
+    placed = [v for v in values if v is not None and v.kind == PLACED]
+    if placed:
+        return placed_result(values)
+    if left is not None and right is not None and left.kind == CPU and right.kind == CPU:
+        return left.derived(zero=left.zero and right.zero)
+    return None
+
+
+def placed_result(values) -> Optional[Value]:
+    placed = [v for v in values if v is not None and v.kind == PLACED]
+    if not placed:
+        return None
+    param = any(v is not None and (v.param or v.kind == INPUT) for v in values)
+    return Value(PLACED, placed[0].label, param=param)

@@ -1,0 +1,64 @@
+"""The words of the device flow: which members and functions keep, combine or drop a device."""
+
+from __future__ import annotations
+
+
+# Reading these gives no device-bound tensor.
+META_ATTRS = frozenset("shape dtype ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
+SCALAR_METHODS = frozenset(
+    """size dim numel nelement item tolist stride element_size data_ptr is_contiguous get_device
+    equal is_floating_point is_complex storage_offset numpy keys items values __len__""".split()
+)
+SCALAR_BUILTINS = frozenset(
+    """len int float bool str isinstance hasattr getattr range enumerate zip print min max sum abs
+    round type id repr sorted list tuple dict set any all iter next format""".split()
+)
+REDUCTIONS = frozenset("sum mean prod max min amax amin norm all any median std var argmax argmin".split())
+# Tensor members: using one on a loader element says it is a tensor.
+TENSOR_MEMBERS = frozenset(
+    """shape ndim size dim numel view reshape permute transpose t unsqueeze squeeze expand flatten
+    contiguous detach float long int half double bool byte sum mean max min argmax argmin abs
+    exp log sqrt pow clamp softmax log_softmax sigmoid masked_fill index_select gather eq ne lt le
+    gt ge squeeze_ unsqueeze_ type_as view_as numel""".split()
+)
+# torch functions whose tensor arguments must share one device.
+COMBINE_FUNCS = frozenset(
+    f"torch.{n}"
+    for n in """cat concat concatenate stack hstack vstack dstack column_stack where add sub
+    subtract mul multiply div divide maximum minimum eq ne lt le gt ge matmul mm bmm dot einsum
+    masked_select gather index_select logical_and logical_or bitwise_and bitwise_or atan2 lerp
+    cdist outer allclose isclose""".split()
+)
+COMBINE_METHODS = frozenset(
+    """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
+    minimum matmul mm bmm dot masked_fill masked_select where logical_and logical_or atan2 lerp
+    outer""".split()
+)
+# Keep the receiver's device (tensor methods and module methods alike).
+KEEPING_METHODS = frozenset(
+    """detach clone contiguous float double half bfloat16 long int bool byte view reshape permute
+    transpose t unsqueeze squeeze flatten expand expand_as repeat view_as reshape_as narrow flip
+    roll abs exp log sqrt sigmoid tanh relu softmax log_softmax clamp argmax argmin sum mean prod
+    max min amax amin norm std var cumsum masked_fill eval train requires_grad_ squeeze_
+    unsqueeze_ index_select gather type_as add sub mul div pow matmul mm bmm eq ne lt le gt ge
+    round floor ceil neg sign square T mT""".split()
+)
+# Calls whose results a framework places (Accelerate, Fabric).
+FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
+# Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
+CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes")
+# What data loaders are called: a loop over one of these names (or over
+# ``DataLoader(...)``) is a loop over CPU batches.
+LOADER_WORDS = frozenset(
+    """loader dataloader data_loader DataLoader train_loader val_loader valid_loader
+    validation_loader test_loader eval_loader trainloader testloader valloader
+    train_dataloader val_dataloader valid_dataloader test_dataloader eval_dataloader
+    train_dl val_dl valid_dl test_dl dl""".split()
+)
+# Loops over these wrappers yield what they wrap.
+WRAPPERS = frozenset("enumerate tqdm iter".split())
+DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
+DTYPES = frozenset(
+    """float float16 float32 float64 half double bfloat16 int int8 int16 int32 int64 long short
+    uint8 bool complex64 complex128 cfloat cdouble""".split()
+)
