@@ -33,7 +33,7 @@ from . import words
 from ._lazy import cst
 from .analysis.guards import context_words
 from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
-from .rule import FileContext, Report, Rule, Violation
+from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
 from .selection import CONTEXT, Hit, StatementIndex, compact, lines_to_keep, statement_start
 
@@ -182,10 +182,32 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
     if not rule.TOGETHER:
         return [(line, rule.SCOPE) for line, _ in located]
     needed = set(range(len(rule.GROUPS)))
+    if rule.TOGETHER == DEFINITION:
+        return _definition_hits(located, needed, rule.SCOPE, index)
     by_unit: dict = {}
     for line, number in located:
         by_unit.setdefault(index.unit_key(line, rule.SCOPE), set()).add(number)
     return [(line, rule.SCOPE) for line, number in located if needed <= by_unit[index.unit_key(line, rule.SCOPE)]]
+
+
+def _definition_hits(located, needed: set, scope: str, index: StatementIndex) -> list[tuple[int, str]]:
+    """``TOGETHER = DEFINITION``: the hits of each top-level definition whose
+    words, with module-level code's, meet every group; and module-level code's
+    hits when any definition (or module code alone) does, as its facts are
+    read by them."""
+    by_top: dict = {}
+    for line, number in located:
+        by_top.setdefault(_top_key(index, line), set()).add(number)
+    module_words = by_top.get(0, set())
+    live = {key for key, found in by_top.items() if needed <= found | module_words}
+    if live:
+        live.add(0)
+    return [(line, scope) for line, _ in located if _top_key(index, line) in live]
+
+
+def _top_key(index: StatementIndex, line: int) -> int:
+    top = index.top_at(line)
+    return id(top) if top is not None and top.is_def else 0
 
 
 def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 STATEMENT = "statement"  # the statement itself, inside its enclosing function
 FUNCTION = "function"  # the enclosing function body; at module level, all module code
 CLASS = "class"  # the whole enclosing top-level class (other methods count)
+DEFINITION = "definition"  # a TOGETHER value: see ``Rule.TOGETHER``
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,11 @@ class Rule:
     SCOPE: ClassVar[str] = FUNCTION
     # True when every finding's own unit (function, method or module-level
     # statement) holds a word of each NEEDS group, not only the file: then
-    # only units holding all of them are parsed for the rule.
-    TOGETHER: ClassVar[bool] = False
+    # only units holding all of them are parsed for the rule. DEFINITION when
+    # the groups meet in the finding's top-level definition (its function, or
+    # its whole top-level class) together with module-level code: a verdict
+    # that reads module-level facts and a class's ``__init__``.
+    TOGETHER: ClassVar[Union[bool, str]] = False
     GROUPS: ClassVar[Tuple[FrozenSet[str], ...]] = ()  # NEEDS, normalised
 
     def __init_subclass__(cls, **kwargs) -> None:

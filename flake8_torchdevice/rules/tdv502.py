@@ -16,6 +16,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.code import code_of
+from ..analysis.flow.calls import dtype_only
 from ..analysis.function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function
 from ..analysis.vocabulary import (
     DATA_FACTORIES,
@@ -534,6 +535,8 @@ class FactoryWithoutDevice(Rule):
                 self._kind(arg.value)
         if method in SCALAR_METHODS or (method in MOVED_OR_CONVERTED and not _is(receiver, "T")):
             return None
+        if method in ("to", "cuda") and not dtype_only(call, self.names):
+            return None  # an input moved to a device: TDV601 follows it from here
         if method == "cpu":
             return receiver if _is(receiver, "C") else None
         inplace = method.endswith("_") and not method.startswith("_") and method not in NOT_COMBINING_INPLACE

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from ..analysis.flow import FlowReports
 from ..analysis.vocabulary import FACTORY_NAMES
-from ..rule import Rule
+from ..rule import DEFINITION, Rule
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
     r"""## What it does
-    Follows, within one function (or one module's top level), what the code proves about
+    Follows, through each function (or one module's top level), what the code proves about
     where each value lives, and flags the place where a CPU value and a placed value meet in
-    an operation that needs one device:
+    an operation that needs one device. A function also sees what the module's code proves
+    (a model placed at module level or in the `if __name__ == "__main__":` block), and a
+    method what its class's `__init__` proves of `self.x` (`self.model = Net().to(device)`):
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
       `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values;
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
-      module, results of ops on placed values;
+      module (or of a parameter or object called with placed inputs), results of ops on
+      placed values; a device that may be CUDA counts (`"cuda" if ... else "cpu"`,
+      `args.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
+      placed after it: on a GPU machine that branch runs;
     - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
@@ -47,15 +52,17 @@ class CpuMeetsPlaced(FlowReports, Rule):
     `device=`, or keep the other one on the CPU is the author's choice.
 
     ## When it does not report
-    - values whose device the function does not prove: parameters, attributes, results of unknown calls, names re-bound
-      in branches or loops that disagree, and names deleted;
+    - values whose device the code does not prove: parameters, attributes other than those `__init__` places,
+      results of unknown calls, names re-bound in branches or loops that disagree (unless one of them places it),
+      and names deleted;
     - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded
       checkpoint's entries;
     - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
       on purpose (`lengths` for `pack_padded_sequence`);
     - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`,
       `if not torch.cuda.is_available()`, the `else` of a CUDA check);
-    - a factory without `device=` meeting a value derived from a function's inputs: TDV502 reports that;
+    - a factory without `device=` meeting a function's input that the function did not move: TDV502 (opt-in)
+      reports that; once the input is moved (`x = x.to(device)`), the meeting is TDV601's;
     - a loader element left on the CPU while its sibling was moved: TDV602 reports that;
     - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU.
 
@@ -78,6 +85,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     RuntimeError: Tensor on device meta is not on the expected device cpu!
     ```
 
+    or, where the CPU operand comes first,
+
+    ```
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
     (The meta device accepts a CPU tensor indexed by a meta one: that case is proven on a GPU only.)
     """
 
@@ -88,7 +101,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
     # Placed: .to / .cuda / a factory's device=. CPU: a factory, .cpu(), or a
     # destination that names the CPU (.to("cpu"), .to(cpu_device)).
     NEEDS = [{".to(", ".cuda(", "device="}, {name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
-    TOGETHER = True  # one function's own flow: both kinds of value are made in it
+    TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):
         return flow.meets

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..analysis.flow import LOADER_WORDS, FlowReports
-from ..rule import Rule
+from ..rule import DEFINITION, Rule
 
 
 class LoaderSiblingNotMoved(FlowReports, Rule):
@@ -12,8 +12,10 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     `for batch in loader` with `batch[...]` / `batch.attr` elements; the loader is
     `DataLoader(...)` or a name such as `loader`, `train_loader`, `val_dataloader`, `test_dl`), flags a batch element
     that is used together with placed values (in a loss, arithmetic, a comparison, a torch
-    function) while a sibling element of the same batch was moved with `.to(device)` /
-    `.cuda()` and this one was not.
+    function, or the output derived from a moved sibling) while a sibling element of the same
+    batch was moved with `.to(device)` / `.cuda()` and this one was not; and a batch element
+    fed, never moved, to a placed model (placed in the function, at module level, in the
+    `__main__` block or in `__init__`).
 
     ## Why is this bad?
     A loader yields CPU tensors. Moving the inputs and forgetting the labels is the classic
@@ -42,8 +44,8 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       `test_dl`);
     - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`,
       `fabric.setup_dataloaders`, Lightning's `training_step`);
-    - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model (it may move
-      them, or keep `lengths` on the CPU on purpose);
+    - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose
+      placement the code does not prove, or kept on the CPU on purpose (`lengths`);
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`);
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 
@@ -65,16 +67,19 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     NAME = "loader-element-not-moved"
     SUMMARY = "a loader loop moves one element of the batch but not a sibling used with it"
     MESSAGE = "{element} from the loader stays on the CPU while {moved} was moved; move it too"
-    NEEDS = [{".to(", ".cuda("}, LOADER_WORDS]
-    TOGETHER = True  # one function's own flow: both kinds of value are made in it
+    NEEDS = [{".to(", ".cuda(", "device="}, LOADER_WORDS]
+    TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):
         return flow.siblings
 
     def _message(self, meet) -> str:
         element = meet.cpu.label
-        moved = ", ".join(meet.cpu.loop.moved)
-        return (
-            f"{element} from the loader stays on the CPU while {moved} was moved; "
-            f"move it too: {element}.to(device)"
-        )
+        moved = ", ".join(dict.fromkeys(meet.cpu.loop.moved))
+        if element in meet.cpu.loop.moved:
+            return (
+                f"{element} from the loader was moved inline, but the name still holds the CPU tensor; "
+                f"rebind it: {element} = {element}.to(device)"
+            )
+        other = f"{moved} was moved" if moved else f"{meet.placed.label} is on the device"
+        return f"{element} from the loader stays on the CPU while {other}; move it too: {element}.to(device)"

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from ..analysis.flow import FlowReports
-from ..rule import Rule
+from ..rule import DEFINITION, Rule
 
 
 class NumpyOfPlacedTensor(FlowReports, Rule):
     r"""## What it does
     Flags `t.numpy()` (without `force=True`), `np.asarray(t)` and `np.array(t)` where the
-    function proves `t` is placed on a device (moved with `.to(device)` / `.cuda()`, created
+    code proves `t` is placed on a device (moved with `.to(device)` / `.cuda()`, created
     with `device=`, the output of a placed module, or computed from such values), with no
-    `.cpu()` / `.to("cpu")` in between.
+    `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
+    level or in `__init__`; a device that may be CUDA counts
+    (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`).
 
     ## Why is this bad?
     NumPy arrays live in host memory. `.numpy()` on a CUDA tensor raises instead of copying;
@@ -33,7 +35,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     No fix is offered; the message names the fix (`.cpu()` before `.numpy()`).
 
     ## When it does not report
-    - tensors whose device the function does not prove (parameters, attributes, unknown calls);
+    - tensors whose device the code does not prove (parameters, attributes `__init__` does not place, unknown
+      calls);
     - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`),
       `.numpy(force=True)`;
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves;
@@ -58,7 +61,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     SUMMARY = "`.numpy()` / `np.asarray()` of a tensor placed on a device, without `.cpu()`"
     MESSAGE = "{value} is on the device; call .cpu() before .numpy()"
     NEEDS = [{".numpy(", "asarray(", "array("}, {".to(", ".cuda(", "device="}]
-    TOGETHER = True  # one function's own flow: both kinds of value are made in it
+    TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):
         return flow.numpys

@@ -6,6 +6,7 @@ from typing import Optional
 
 from ..._lazy import cst
 from .calls import Calls
+from .facts import SELF, FileFacts, crossing
 from .expressions import Expressions
 from .loops import Loops
 from .statements import Statements, body_of, params_of
@@ -14,12 +15,38 @@ from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
 
 def flow_of(context, node: "cst.CSTNode") -> Flow:
     """The flow of a function (``FunctionDef``) or of a module's top level
-    (``Module``), computed once per file and shared by the rules."""
+    (``Module``), computed once per file and shared by the rules. A function
+    starts from the facts of the module and, for a method, of its class's
+    ``__init__`` (``facts``)."""
     cache = context.__dict__.setdefault("_device_flow", {})
     key = id(node)
     if key not in cache:
-        cache[key] = (node, _Analysis(context).run(node))
+        cache[key] = (node, _Analysis(context).run(node, _facts_for(context, node)))
     return cache[key][1]
+
+
+def start_file(context, module: "cst.Module") -> None:
+    """Once per file, before any function: the module's facts."""
+    if "_flow_facts" not in context.__dict__:
+        facts = FileFacts(module)
+        context._flow_facts = facts
+        facts.globals = crossing(flow_of(context, module).env)
+
+
+def _facts_for(context, node) -> dict:
+    facts = context.__dict__.get("_flow_facts")
+    if facts is None or not isinstance(node, cst.FunctionDef):
+        return {}
+    env = dict(facts.globals)
+    cls = facts.classes.get(id(node))
+    setup = facts.setup_method(cls) if cls is not None else None
+    if setup is not None and setup is not node:
+        key = id(cls)
+        if key not in facts.by_class:
+            facts.by_class[key] = {}  # a recursion guard while __init__ is walked
+            facts.by_class[key] = crossing(flow_of(context, setup).env, SELF)
+        env.update(facts.by_class[key])
+    return env
 
 
 class _Analysis(Statements, Loops, Expressions, Calls):
@@ -33,10 +60,12 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.mute = 0
         self.pending: list = []  # (node, sibling, placed, loop, statement): decided at the end
         self.index: Optional[int] = None  # the module-level statement being walked
+        self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
 
     # -- scopes -----------------------------------------------------------
-    def run(self, node) -> Flow:
-        env: dict = {}
+    def run(self, node, facts: dict) -> Flow:
+        env: dict = dict(facts)
+        self.facts = facts
         if isinstance(node, cst.FunctionDef):
             for param in params_of(node):
                 env[param] = Value(INPUT, param, param=True)
@@ -52,27 +81,29 @@ class _Analysis(Statements, Loops, Expressions, Calls):
                     self.statement(statement, env)
         except RecursionError:
             return Flow()
-        for where, sibling, placed, loop, index in self.pending:
-            if loop.moved and sibling.label not in loop.moved and loop.elements.get(sibling.label, sibling).evidence:
+        self.flow.env = env
+        for where, sibling, placed, loop, index, module in self.pending:
+            # Left behind: a sibling was moved (or this element, inline only: the
+            # name still holds the CPU tensor), or the element meets a placed model.
+            if (loop.moved or module) and (
+                loop.elements.get(sibling.label, sibling).evidence
+            ):
                 self.flow.siblings.append(Meet(where, sibling, placed, index))
         return self.flow
 
-    def meet(self, node, a: Optional[Value], b: Optional[Value], evident: bool = False, module: bool = False) -> None:
-        """``a`` and ``b`` meet in an op that needs one device. ``evident``: the op
-        itself proves both are tensors (a loss, ``torch.cat``, a module call)."""
+    def meet(self, node, a: Optional[Value], b: Optional[Value], module: bool = False) -> None:
+        """``a`` and ``b`` meet in an op that needs one device (``module``: ``b``
+        is a placed module called with ``a``)."""
         if a is None or b is None or self.mute:
             return
         for cpu, placed in ((a, b), (b, a)):
             if placed.kind != PLACED:
                 continue
             if cpu.kind == CPU and not cpu.zero:
-                if cpu.factory and placed.param and not module:
-                    continue  # TDV502 reports a factory meeting an input
                 self.flow.meets.append(Meet(node, cpu, placed, self.index))
-            elif cpu.kind == SIBLING and not module:
-                if evident:
-                    cpu.evidence = True
-                self.pending.append((node, cpu, placed, cpu.loop, self.index))
+            elif cpu.kind == SIBLING:
+                cpu.evidence = True  # it meets a placed tensor: a tensor itself
+                self.pending.append((node, cpu, placed, cpu.loop, self.index, module))
 
     def record_numpy(self, node, value: Value) -> None:
         if not self.mute:

@@ -7,6 +7,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
+from .facts import key_of
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Value, placed_result,
 )
@@ -30,7 +31,7 @@ class Calls:
             model = args[0] if args else None
             if model is not None and model.kind in (PLACED, MOVED) and len(call.args) > 1:
                 for value in self.flat(call.args[1].value, env):
-                    self.meet(call, value, model.derived(PLACED), evident=True, module=True)
+                    self.meet(call, value, model.derived(PLACED), module=True)
             return None
         if qualified == "torch.device":
             for arg in call.args:
@@ -51,29 +52,36 @@ class Calls:
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
             return Value(NUMPY, call)
-        if isinstance(call.func, cst.Attribute):
+        if isinstance(call.func, cst.Attribute) and key_of(call.func) not in env:
             return self.method(call, call.func, env)
         callee = self.ev(call.func, env)
         args = [(arg, self.ev(arg.value, env)) for arg in call.args]
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None
+        helped = _batch_helper(call, [v for _, v in args])
+        if helped is not None and callee is None:
+            return helped
         if callee is not None and callee.kind in (PLACED, MOVED):
             return self.module_call(call, callee, args)
         if callee is not None and callee.kind == LOSS or "loss" in name.lower() or "criterion" in name.lower():
-            self.combine_all(call, [v for _, v in args], evident=True)
+            self.combine_all(call, [v for _, v in args])
             return placed_result([v for _, v in args])
         if isinstance(call.func, cst.Name) and name in getattr(self.names, "_classes", {}):
             return Value(OBJECT, name, local=True)  # an instance of a class of this file
+        if callee is not None and callee.kind in (INPUT, OBJECT):
+            return placed_result([v for _, v in args])  # a module given placed inputs answers on their device
         return None
 
     def module_call(self, call, module: Value, args) -> Value:
-        if not module.local:
-            for arg, value in args:
-                if _on_purpose(arg):
-                    continue
-                for each in [value] if value is not None else []:
-                    self.meet(call, each, module.derived(PLACED, label=module.label), evident=True, module=True)
+        """A placed module called: each CPU argument meets it. A module of a
+        class of this file may move what it gets itself, but not a loader
+        element: loops move their batches."""
+        placed = module.derived(PLACED, label=module.label)
+        for arg, value in args:
+            if value is None or _on_purpose(arg) or (module.local and value.kind != SIBLING):
+                continue
+            self.meet(call, value, placed, module=True)
         param = module.param or any(v is not None and (v.param or v.kind == INPUT) for _, v in args)
         result = Value(PLACED, f"{module.label}(...)", param=param)
         return result
@@ -100,13 +108,13 @@ class Calls:
                 self.record_numpy(call, receiver)
             return Value(NUMPY, call)
         if receiver is None:
-            return None
+            return _batch_helper(call, args)
         if receiver.kind == SIBLING:
             if method in TENSOR_MEMBERS:
                 receiver.evidence = True
                 if method in COMBINE_METHODS:
                     for value in args:
-                        self.meet(call, receiver, value, evident=True)
+                        self.meet(call, receiver, value)
                 return receiver if method in KEEPING_METHODS else None
             return None
         if receiver.kind == MOVED and method in ("eval", "train", "half", "float", "double"):
@@ -117,7 +125,7 @@ class Calls:
             return None
         if method in COMBINE_METHODS:
             for value in args:
-                self.meet(call, receiver, value, evident=False)
+                self.meet(call, receiver, value)
         if method not in KEEPING_METHODS:
             return None
         if receiver.kind == CPU and method in REDUCTIONS and not call.args:
@@ -133,7 +141,7 @@ class Calls:
         if receiver is not None and receiver.kind == SIBLING and where is not None:
             receiver.loop.moved.append(receiver.label)
         if where is None:
-            if receiver is not None and receiver.kind in (CPU, PLACED) and _dtype_only(call, self.names):
+            if receiver is not None and receiver.kind in (CPU, PLACED) and dtype_only(call, self.names):
                 return receiver
             return None
         if receiver is not None and receiver.kind == BATCH:
@@ -212,7 +220,9 @@ class Calls:
         for arg in call.args:
             values.extend(self.flat(arg.value, env))
         if qualified in COMBINE_FUNCS or qualified.startswith("torch.nn.functional."):
-            self.combine_all(call, values, evident=True)
+            self.combine_all(call, values)
+        if qualified.startswith("torch.autograd.") and qualified.endswith("Variable") and values:
+            return values[0]  # Variable(x) wraps x where it lives
         if any(v is not None and v.kind == PLACED for v in values):
             return placed_result(values)
         cpu = [v for v in values if v is not None and v.kind == CPU]
@@ -225,10 +235,25 @@ class Calls:
             return [self.ev(e.value, env) for e in expr.elements]
         return [self.ev(expr, env)]
 
-    def combine_all(self, node, values, evident: bool) -> None:
+    def combine_all(self, node, values) -> None:
         for i, a in enumerate(values):
             for b in values[i + 1:]:
-                self.meet(node, a, b, evident=evident)
+                self.meet(node, a, b)
+
+
+def _batch_helper(call: cst.Call, values: list) -> Optional[Value]:
+    """``normalize_batch(x)`` of a loader element: a helper given one batch
+    element answers where the element lives (the CPU), unless its name says it
+    moves it (``to_device(x)``, ``prepare(x)``)."""
+    if len(values) != 1 or values[0] is None or values[0].kind != SIBLING or call.args[0].keyword is not None:
+        return None
+    name = (last_name(call.func) or "").lower()
+    if any(word in name for word in _MOVING_HELPERS) or name.startswith("to"):
+        return None
+    return values[0]
+
+
+_MOVING_HELPERS = ("device", "cuda", "gpu", "move", "prepare", "place", "transfer", "send", "load")
 
 
 def _is_numpy_array(func, names) -> bool:
@@ -253,7 +278,7 @@ def _forced(call: cst.Call) -> bool:
     return force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False")
 
 
-def _dtype_only(call: cst.Call, names) -> bool:
+def dtype_only(call: cst.Call, names) -> bool:
     """``.to(torch.float16)`` / ``.to(dtype=...)``: the device does not change."""
     if not call.args:
         return False

@@ -6,7 +6,8 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import code_of, string_value
-from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, Meet, PLACED, SIBLING, Value, combined, same
+from .facts import key_of
+from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, Meet, PLACED, SIBLING, Value, combined, either
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
 
@@ -14,13 +15,16 @@ class Expressions:
     """Mixin of the flow walk (``analysis._Analysis``)."""
 
     def bind(self, target, value: Optional[Value], env: dict) -> None:
-        if isinstance(target, cst.Name):
+        key = key_of(target)
+        if key is not None:
+            if isinstance(target, cst.Attribute):
+                self.ev(target.value, env)
             if value is None:
-                env[target.value] = BOUND
+                env[key] = BOUND
             elif value.kind in (CPU, PLACED):
-                env[target.value] = value.derived(label=target.value)  # messages name the variable
+                env[key] = value.derived(label=key)  # messages name the variable
             else:
-                env[target.value] = value
+                env[key] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 framework = value is not None and value.kind == FRAMEWORK
@@ -42,11 +46,15 @@ class Expressions:
         if isinstance(expr, cst.Call):
             return self.call(expr, env)
         if isinstance(expr, cst.Attribute):
+            key = key_of(expr)
+            if key is not None and key in env:
+                value = env[key]
+                return None if value is BOUND else value
             base = self.ev(expr.value, env)
             return self.attribute(expr, base)
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.ev(expr.left, env), self.ev(expr.right, env)
-            self.meet(expr, left, right, evident=False)
+            self.meet(expr, left, right)
             return combined(left, right)
         if isinstance(expr, cst.Comparison):
             left = self.ev(expr.left, env)
@@ -56,7 +64,7 @@ class Expressions:
                 if isinstance(comparison.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
                     result = None
                 else:
-                    self.meet(expr, left, right, evident=False)
+                    self.meet(expr, left, right)
                     result = combined(left, right)
                 left = right
             return result
@@ -68,7 +76,7 @@ class Expressions:
         if isinstance(expr, cst.IfExp):
             self.ev(expr.test, env)
             body, orelse = self.ev(expr.body, env), self.ev(expr.orelse, env)
-            return body if same(body, orelse) else None
+            return either(body, orelse)
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             self.comprehension(expr, env)
             return None
@@ -128,8 +136,7 @@ class Expressions:
         if base is None or index is None or self.mute:
             return
         if base.kind == CPU and not base.zero and index.kind == PLACED:
-            if not (base.factory and index.param):  # TDV502 reports a factory meeting an input
-                self.flow.meets.append(Meet(expr, base, index, self.index))
+            self.flow.meets.append(Meet(expr, base, index, self.index))
 
     def comprehension(self, expr, env: dict) -> None:
         local = dict(env)

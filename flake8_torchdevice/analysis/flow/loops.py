@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..._lazy import cst
 from ..code import code_of, last_name
-from .values import BATCH, FRAMEWORK, Loop, SIBLING, Value
+from .values import BATCH, FRAMEWORK, PLACED, Loop, SIBLING, Value
 from .words import LOADER_WORDS, WRAPPERS
 
 
@@ -33,10 +33,14 @@ class Loops:
                     env[label] = loop.elements[label] = Value(SIBLING, label, loop=loop)
 
     def is_loader(self, iterable, env: dict) -> bool:
+        """A loader of CPU batches: not one a framework prepared, nor one built
+        over placed tensors (``DataLoader(TensorDataset(x.to(device)))``)."""
         if isinstance(iterable, cst.Name):
-            known = env.get(iterable.value)
-            if known is not None and known.kind == FRAMEWORK:
-                return False
+            # A parameter named like the module's loader of placed tensors is that loader.
+            for known in (self.ev(iterable, env), self.facts.get(iterable.value)):
+                if known is not None and known.kind in (FRAMEWORK, PLACED):
+                    return False
+        if isinstance(iterable, cst.Name):
             return iterable.value in LOADER_WORDS
         if isinstance(iterable, cst.Attribute):
             return iterable.attr.value in LOADER_WORDS and not _framework_owner(iterable)

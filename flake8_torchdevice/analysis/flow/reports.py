@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._lazy import cst
-from .analysis import flow_of
+from .analysis import flow_of, start_file
 from .values import Flow, Meet
 
 
@@ -22,5 +22,6 @@ class FlowReports:
             self.report(meet.node, self._message(meet))
 
     def visit_Module(self, node: "cst.Module") -> None:
+        start_file(self.context, node)
         for meet in self._findings(flow_of(self.context, node)):
             self.report(meet.node, self._message(meet), statement=meet.statement)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..._lazy import cst
 from ..code import code_of, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_no_cuda_test
+from .facts import is_main_guard, key_of
 from .values import BOUND, CPU, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
 
@@ -56,6 +57,11 @@ class Statements:
 
     def small(self, node, env: dict) -> None:
         if isinstance(node, cst.Assign):
+            if _pairwise(node):  # a, b = a.cuda(), b.cuda(): each name its own value
+                values = [self.ev(element.value, env) for element in node.value.elements]
+                for element, value in zip(node.targets[0].target.elements, values):
+                    self.bind(element.value, value, env)
+                return
             value = self.ev(node.value, env)
             for target in node.targets:
                 self.bind(target.target, value, env)
@@ -85,13 +91,8 @@ class Statements:
 
     def expression_statement(self, expr, env: dict) -> None:
         """``model.to(device)`` / ``model.cuda()`` alone moves a module in place."""
-        if (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and isinstance(expr.func.value, cst.Name)
-            and expr.func.attr.value in ("to", "cuda")
-        ):
-            name = expr.func.value.value
+        name = key_of(expr.func.value) if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) else None
+        if name is not None and expr.func.attr.value in ("to", "cuda"):
             before = env.get(name)
             before = None if before is BOUND else before
             result = self.ev(expr, env)
@@ -106,6 +107,9 @@ class Statements:
 
     def if_(self, node: cst.If, env: dict) -> None:
         self.ev(node.test, env)
+        if self.index is not None and node.orelse is None and is_main_guard(node.test):
+            self.block(body_of(node.body), env)  # the script's run: what it binds, the functions see
+            return
         cpu_only = _cpu_only_test(node.test, self.names)
         body_env = dict(env)
         self.mute += cpu_only
@@ -141,6 +145,17 @@ class Statements:
             self.block(body_of(node.orelse.body), merged)
         env.clear()
         env.update(merged)
+
+
+def _pairwise(node: cst.Assign) -> bool:
+    target, value = node.targets[0].target, node.value
+    return (
+        len(node.targets) == 1
+        and isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    )
 
 
 def params_of(node: cst.FunctionDef) -> list:

@@ -59,24 +59,46 @@ class Meet:
 class Flow:
     """What one scope proves: the meetings found in it."""
 
-    __slots__ = ("meets", "siblings", "numpys")
+    __slots__ = ("meets", "siblings", "numpys", "env")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
         self.siblings: list = []  # Meet: a loader element left behind (TDV602)
         self.numpys: list = []  # Meet(node, None, placed): NumPy of a placed tensor (TDV603)
+        self.env: dict = {}  # name -> Value at the scope's end (the facts other scopes read)
 
 
 def same(a: Optional[Value], b: Optional[Value]) -> bool:
     if a is None or b is None or a.kind != b.kind:
         return False
-    if a.kind == CPU:
+    if a.kind in (CPU, DEVICE):
         return a.zero == b.zero
     return a.loop is b.loop and a.local == b.local
 
 
+def either(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
+    """The value of ``a if c else b``: what both agree on, or the placed one;
+    a device that is CUDA on either side may be CUDA."""
+    if same(a, b):
+        return a
+    for one, other in ((a, b), (b, a)):
+        if one is not None and one.kind in (PLACED, MOVED):
+            return one
+        if one is not None and other is not None and one.kind == DEVICE == other.kind and not one.zero:
+            return one
+    return None
+
+
 def merge(a: dict, b: dict) -> dict:
-    return {name: value for name, value in a.items() if name in b and (value is b[name] or same(value, b[name]))}
+    """What two paths agree on; a value placed on either path is placed (it
+    may be CUDA: on a GPU machine that path runs and crashes where it meets a
+    CPU value)."""
+    merged = {name: value for name, value in a.items() if name in b and (value is b[name] or same(value, b[name]))}
+    for one, other in ((a, b), (b, a)):
+        for name, value in one.items():
+            if name not in merged and value.kind in (PLACED, MOVED):
+                merged[name] = value
+    return merged
 
 
 def combined(left: Optional[Value], right: Optional[Value]) -> Optional[Value]:

@@ -1,0 +1,90 @@
+"""Facts that cross scopes: what a file's module code and ``__init__`` methods prove.
+
+A function reads the module's names: a model placed at module level (or in the
+``if __name__ == "__main__":`` block that calls the functions) is placed inside
+them. A method reads ``self.x`` as ``__init__`` left it: ``self.model =
+Net().to(device)`` is placed in ``predict``. Both summaries are computed once per
+file, from the module's walk and one walk of each class's ``__init__``, and only
+kinds that say where a value lives cross: placed, moved, CPU, devices and losses.
+A name the function binds itself (a parameter, an assignment) shadows the fact
+from the point it is bound, as the walk is in source order.
+"""
+
+from __future__ import annotations
+
+from ..._lazy import cst
+from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
+
+# Kinds that say where a value lives (a SIBLING, an INPUT or an OBJECT belongs
+# to the scope that made it).
+_CROSSING = frozenset((CPU, PLACED, MOVED, DEVICE, LOSS))
+# From ``__init__``, only what a word the flow rules need proves (``.to(``, a
+# factory, ``device=``): the engine parses the ``__init__`` of a class whose
+# methods it parses only when it holds one, and a fact must not depend on that.
+_CROSSING_ATTRIBUTES = frozenset((CPU, PLACED, MOVED))
+# Methods whose ``self.x = ...`` bindings the other methods see.
+_SETUP_METHODS = ("__init__",)
+SELF = "self."
+
+
+class FileFacts:
+    """Per file: the module's facts, the class of each method, each class's facts."""
+
+    def __init__(self, module: "cst.Module") -> None:
+        self.module = module
+        self.globals: dict = {}
+        self.classes: dict = {}  # id(method) -> its ClassDef
+        self.by_class: dict = {}  # id(ClassDef) -> {"self.x": Value}
+        self._collect(module.body)
+
+    def _collect(self, body) -> None:
+        for statement in body:
+            if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+                for member in statement.body.body:
+                    if isinstance(member, cst.FunctionDef):
+                        self.classes[id(member)] = statement
+                self._collect(statement.body.body)
+
+    def setup_method(self, cls: "cst.ClassDef"):
+        for member in cls.body.body:
+            if isinstance(member, cst.FunctionDef) and member.name.value in _SETUP_METHODS:
+                return member
+        return None
+
+
+def key_of(expr) -> "str | None":
+    """The name the walk keeps a value under: ``x``, or ``self.x`` for an
+    attribute of ``self`` (so methods see what ``__init__`` bound)."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return SELF + expr.attr.value
+    return None
+
+
+def crossing(env: dict, prefix: str = "") -> dict:
+    """The facts of ``env`` another scope may read: only kinds that say where
+    a value lives, labelled by their name, no longer tied to the parameters
+    of the scope that made them."""
+    facts = {}
+    for name, value in env.items():
+        kinds = _CROSSING_ATTRIBUTES if prefix else _CROSSING
+        if name.startswith(prefix) and isinstance(value, Value) and value.kind in kinds and value.loop is None:
+            fact = value.derived(label=name)
+            fact.param = False
+            facts[name] = fact
+    return facts
+
+
+def is_main_guard(test) -> bool:
+    """``if __name__ == "__main__":``: the block that runs the script; the
+    functions it calls see what it binds."""
+    return (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == "__name__"
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
+        and "__main__" in test.comparisons[0].comparator.value
+    )
