@@ -65,7 +65,7 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
 
     CODE = "TDV602"
     NAME = "loader-element-not-moved"
-    SUMMARY = "a loader loop moves one element of the batch but not a sibling used with it"
+    SUMMARY = "a loader element stays on the CPU while a sibling was moved or the model it meets is placed"
     MESSAGE = "{element} from the loader stays on the CPU while {moved} was moved; move it too"
     NEEDS = [{".to(", ".cuda(", "device="}, LOADER_WORDS]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
