@@ -267,6 +267,40 @@ def test_a_rule_whose_groups_meet_in_one_unit_parses_only_such_units(monkeypatch
     assert [v.code for v in check_source(together, rules=[Swapped], strict=True).violations] == ["TDV103"]
 
 
+def test_definition_groups_meet_with_module_code_and_a_class_init():
+    """``TOGETHER = DEFINITION``: a method that only builds a CPU tensor is parsed
+    (and judged) with its class's ``__init__`` that places the model; module
+    code that places the model is parsed for the function that reads it; a
+    top-level definition whose words do not meet the groups with module code's
+    is not parsed at all."""
+    from flake8_torchdevice.rule import DEFINITION
+    from flake8_torchdevice.rules.tdv601 import CpuMeetsPlaced
+
+    assert CpuMeetsPlaced.TOGETHER == DEFINITION
+    in_class = (
+        "import torch\n\n\nclass P:\n    def __init__(self, device):\n"
+        "        self.model = torch.nn.Linear(2, 2).to(device)\n\n"
+        "    def predict(self):\n        x = torch.ones(3, 2)\n        return self.model(x)\n"
+    )
+    assert [(v.code, v.line) for v in check_source(in_class, rules=[CpuMeetsPlaced], strict=True).violations] == [
+        ("TDV601", 10)
+    ]
+    at_module = (
+        "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2).to(device)\n\n\n"
+        "def predict():\n    return model(torch.ones(3, 2))\n"
+    )
+    assert [v.line for v in check_source(at_module, rules=[CpuMeetsPlaced], strict=True).violations] == [7]
+
+
+def test_a_definition_that_cannot_meet_the_groups_is_not_parsed(monkeypatch):
+    from flake8_torchdevice import engine
+    from flake8_torchdevice.rules.tdv601 import CpuMeetsPlaced
+
+    apart = "import torch\n\n\ndef a(x):\n    return x.to('cuda')\n\n\ndef b():\n    return torch.ones(2)\n"
+    monkeypatch.setattr(engine, "_analyse", lambda *args: pytest.fail("a definition without both groups was parsed"))
+    assert check_source(apart, rules=[CpuMeetsPlaced], strict=True).violations == []
+
+
 def test_the_whole_file_run_ignores_needs_so_that_it_can_refute_them():
     """``full=True`` is the reference the equivalence tests hold each rule's
     ``NEEDS`` to: it runs a rule whatever words the file holds, so a finding

@@ -1,0 +1,71 @@
+"""The whole-file device flow (analysis/flow), through the rules that read it."""
+
+from __future__ import annotations
+
+import pytest
+
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.rules.tdv601 import CpuMeetsPlaced
+from flake8_torchdevice.rules.tdv602 import LoaderSiblingNotMoved
+from flake8_torchdevice.rules.tdv603 import NumpyOfPlacedTensor
+
+FLOW = [CpuMeetsPlaced, LoaderSiblingNotMoved, NumpyOfPlacedTensor]
+HEAD = "import numpy as np\nimport torch\nfrom torch import nn\n"
+
+
+def codes(source: str) -> list:
+    return [(v.code, v.line) for v in check_source(HEAD + source, rules=FLOW, strict=True).violations]
+
+
+@pytest.mark.parametrize("choice", ['"cuda" if torch.cuda.is_available() else "cpu"', '"cpu" if False else "cuda"'])
+def test_a_device_that_may_be_cuda_places_what_moves_to_it(choice):
+    source = f"device = {choice}\nmodel = nn.Linear(2, 2).to(device)\n\n\ndef f(x):\n    return model(x).numpy()\n"
+    assert codes(source) == [("TDV603", 9)]
+
+
+def test_a_device_proven_cpu_places_nothing():
+    source = "device = 'cpu'\nmodel = nn.Linear(2, 2).to(device)\n\n\ndef f(x):\n    return model(x).numpy()\n"
+    assert codes(source) == []
+
+
+def test_a_value_placed_on_one_branch_is_placed_after_it():
+    source = (
+        "def f(flag, x):\n    m = nn.Linear(2, 2)\n    if flag:\n        m = m.cuda()\n"
+        "    return m(torch.ones(1, 2))\n"
+    )
+    assert codes(source) == [("TDV601", 8)]
+
+
+def test_main_block_bindings_reach_the_functions_it_calls():
+    source = (
+        "def run():\n    return model(torch.ones(1, 2))\n\n\n"
+        "if __name__ == '__main__':\n    model = nn.Linear(2, 2).cuda()\n    run()\n"
+    )
+    assert codes(source) == [("TDV601", 5)]
+
+
+def test_a_method_rebinding_the_attribute_wins_over_init():
+    source = (
+        "class P:\n    def __init__(self):\n        self.m = nn.Linear(2, 2).cuda()\n\n"
+        "    def f(self):\n        self.m = self.m.cpu()\n        return self.m(torch.ones(1, 2))\n"
+    )
+    assert codes(source) == []
+
+
+def test_pairwise_moves_make_a_loader_of_placed_tensors():
+    source = (
+        "def f(a, b):\n    model = nn.Linear(2, 2).cuda()\n    a, b = a.cuda(), b.cuda()\n"
+        "    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(a, b))\n"
+        "    for x, y in loader:\n        out = model(x)\n    return out\n"
+    )
+    assert codes(source) == []
+
+
+def test_an_element_moved_inline_still_names_the_cpu_tensor():
+    source = (
+        "def f(loader, vgg):\n    vgg = vgg.cuda()\n    for x, _ in loader:\n"
+        "        y = vgg(x.cuda())\n        z = vgg(x)\n    return y, z\n"
+    )
+    found = check_source(HEAD + source, rules=FLOW, strict=True).violations
+    assert [(v.code, v.line) for v in found] == [("TDV602", 8)]
+    assert "moved inline" in found[0].message
