@@ -195,14 +195,15 @@ def _definition_hits(located, needed: set, scope: str, index: StatementIndex) ->
     words, with module-level code's, meet every group; and module-level code's
     hits when any definition (or module code alone) does, as its facts are
     read by them."""
+    keyed = [(line, _top_key(index, line), number) for line, number in located]
     by_top: dict = {}
-    for line, number in located:
-        by_top.setdefault(_top_key(index, line), set()).add(number)
+    for _, key, number in keyed:
+        by_top.setdefault(key, set()).add(number)
     module_words = by_top.get(0, set())
     live = {key for key, found in by_top.items() if needed <= found | module_words}
     if live:
         live.add(0)
-    return [(line, scope) for line, _ in located if _top_key(index, line) in live]
+    return [(line, scope) for line, key, _ in keyed if key in live]
 
 
 def _top_key(index: StatementIndex, line: int) -> int:

@@ -6,8 +6,8 @@ from typing import Optional
 
 from ..._lazy import cst
 from .calls import Calls
-from .facts import SELF, FileFacts, crossing
 from .expressions import Expressions
+from .facts import SELF, FileFacts, crossing
 from .loops import Loops
 from .statements import Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
@@ -58,7 +58,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.is_test = context.is_test
         self.flow = Flow()
         self.mute = 0
-        self.pending: list = []  # (node, sibling, placed, loop, statement): decided at the end
+        self.pending: list = []  # (node, sibling, placed, statement, module call?): decided at the end
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
 
@@ -82,12 +82,11 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         except RecursionError:
             return Flow()
         self.flow.env = env
-        for where, sibling, placed, loop, index, module in self.pending:
+        for where, sibling, placed, index, module in self.pending:
+            loop = sibling.loop
             # Left behind: a sibling was moved (or this element, inline only: the
             # name still holds the CPU tensor), or the element meets a placed model.
-            if (loop.moved or module) and (
-                loop.elements.get(sibling.label, sibling).evidence
-            ):
+            if (loop.moved or module) and loop.elements.get(sibling.label, sibling).evidence:
                 self.flow.siblings.append(Meet(where, sibling, placed, index))
         return self.flow
 
@@ -103,7 +102,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
                 self.flow.meets.append(Meet(node, cpu, placed, self.index))
             elif cpu.kind == SIBLING:
                 cpu.evidence = True  # it meets a placed tensor: a tensor itself
-                self.pending.append((node, cpu, placed, cpu.loop, self.index, module))
+                self.pending.append((node, cpu, placed, self.index, module))
 
     def record_numpy(self, node, value: Value) -> None:
         if not self.mute:

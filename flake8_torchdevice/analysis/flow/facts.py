@@ -5,12 +5,15 @@ A function reads the module's names: a model placed at module level (or in the
 them. A method reads ``self.x`` as ``__init__`` left it: ``self.model =
 Net().to(device)`` is placed in ``predict``. Both summaries are computed once per
 file, from the module's walk and one walk of each class's ``__init__``, and only
-kinds that say where a value lives cross: placed, moved, CPU, devices and losses.
+kinds that say where a value lives cross: placed, moved, CPU, devices and losses
+from module code; placed, moved and CPU from ``__init__``.
 A name the function binds itself (a parameter, an assignment) shadows the fact
 from the point it is bound, as the walk is in source order.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from ..._lazy import cst
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
@@ -31,7 +34,6 @@ class FileFacts:
     """Per file: the module's facts, the class of each method, each class's facts."""
 
     def __init__(self, module: "cst.Module") -> None:
-        self.module = module
         self.globals: dict = {}
         self.classes: dict = {}  # id(method) -> its ClassDef
         self.by_class: dict = {}  # id(ClassDef) -> {"self.x": Value}
@@ -52,7 +54,7 @@ class FileFacts:
         return None
 
 
-def key_of(expr) -> "str | None":
+def key_of(expr) -> Optional[str]:
     """The name the walk keeps a value under: ``x``, or ``self.x`` for an
     attribute of ``self`` (so methods see what ``__init__`` bound)."""
     if isinstance(expr, cst.Name):
@@ -67,8 +69,8 @@ def crossing(env: dict, prefix: str = "") -> dict:
     a value lives, labelled by their name, no longer tied to the parameters
     of the scope that made them."""
     facts = {}
+    kinds = _CROSSING_ATTRIBUTES if prefix else _CROSSING
     for name, value in env.items():
-        kinds = _CROSSING_ATTRIBUTES if prefix else _CROSSING
         if name.startswith(prefix) and isinstance(value, Value) and value.kind in kinds and value.loop is None:
             fact = value.derived(label=name)
             fact.param = False
