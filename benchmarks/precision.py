@@ -349,7 +349,8 @@ def lint_file(args: tuple[str, str]) -> tuple[str, list[tuple[int, int, str, str
         source = read_source(Path(root) / path)
     except (OSError, UnicodeDecodeError, NotebookError) as exc:
         return path, [], f"unreadable: {type(exc).__name__}", 0
-    result = check_source(source)
+    # The path as a user would pass it: test modules are known by their path too.
+    result = check_source(source, filename=path)
     found = [(v.line, v.col, v.code, v.message) for v in result.violations]
     return path, found, result.error, source.count("\n") + 1
 

@@ -104,10 +104,10 @@ def changed_lines(diff: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def findings(source: str, codes: Optional[set] = None) -> list[tuple[int, str]]:
+def findings(source: str, path: str, codes: Optional[set] = None) -> list[tuple[int, str]]:
     from flake8_torchdevice.engine import check_source
 
-    result = check_source(source)
+    result = check_source(source, filename=path)  # test modules are known by their path too
     if result.error:
         raise CorpusError(f"not analysed: {result.error}")
     return sorted((v.line, v.code) for v in result.violations if codes is None or v.code in codes)
@@ -122,11 +122,11 @@ def evaluate(fix: Fix, default_codes: set) -> Result:
         before = _git(fix.repo, "show", f"{fix.commit}^:{fix.path}")
         after = _git(fix.repo, "show", f"{fix.commit}:{fix.path}")
         ranges = changed_lines(_git(fix.repo, "diff", "-U0", f"{fix.commit}^", fix.commit, "--", fix.path))
-        result = Result(fix, ranges, findings(before))
+        result = Result(fix, ranges, findings(before, fix.path))
     except CorpusError as exc:
         return Result(fix, [], error=str(exc))
     try:
-        result.after = findings(after)
+        result.after = findings(after, fix.path)
     except CorpusError:  # a fix may itself not parse (yolov7 45f2c1fe): nothing can be said to disappear
         result.after = None
     at_fix = [(line, code) for line, code in result.before if near(line, ranges)]

@@ -84,20 +84,22 @@ def test_clean_file_exits_zero(tmp_path, flake8):
     assert (result.returncode, result.stdout) == (0, "")
 
 
-def test_tdv101_runs_only_when_named_and_tdv201_by_default(tmp_path, flake8):
-    """TDV101 is opt-in for its held-out precision (docs/precision.md): ``TDV`` keeps it
-    off; TDV201 decides on the module's evidence and is on by default."""
+def test_tdv101_and_tdv201_by_default_tdv105_only_when_named(tmp_path, flake8):
+    """TDV101 and TDV201 decide on the module's evidence and are on by default; TDV105
+    is opt-in for its held-out precision (docs/precision.md): ``TDV`` keeps it off."""
     text = (
         "import torch\nstate = torch.load('a')\n"  # TDV201: the module has a CPU device
         "device = torch.device('cpu')\nx = torch.zeros(1).cuda()\ny = x.to(device)\n"  # TDV101 on line 4
+        "torch.cuda.synchronize()\n"  # TDV105 on line 6
     )
     path = _write(tmp_path, text)
+    default = [("2", "9", "TDV201"), ("4", "5", "TDV101")]
     for options in ([], ["--select=TDV"], ["--extend-select=TDV"], ["--select=TDV1,TDV2"]):
         result = flake8("--isolated", *options, str(path))
-        assert re.findall(r":(\d+):(\d+): (TDV\d+)", result.stdout) == [("2", "9", "TDV201")], options
-    named = flake8("--isolated", "--extend-select=TDV101,TDV201", str(path))
+        assert re.findall(r":(\d+):(\d+): (TDV\d+)", result.stdout) == default, options
+    named = flake8("--isolated", "--extend-select=TDV105", str(path))
     assert named.returncode == 1
-    assert re.findall(r":(\d+):(\d+): (TDV\d+)", named.stdout) == [("2", "9", "TDV201"), ("4", "5", "TDV101")]
+    assert re.findall(r":(\d+):(\d+): (TDV\d+)", named.stdout) == default + [("6", "1", "TDV105")]
 
 
 def test_a_test_file_by_its_name_alone_is_a_test_file_for_flake8_and_the_cli(tmp_path, flake8):

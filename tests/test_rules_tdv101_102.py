@@ -31,14 +31,62 @@ def test_selection_never_hides_a_finding(rule, path):
 # -- TDV101 ------------------------------------------------------------------------
 
 
-def test_rule_runs_only_where_both_cuda_and_to_appear():
-    assert CudaMixedWithToDevice.GROUPS == (frozenset({".cuda"}), frozenset({".to"}))
+def test_rule_runs_only_where_cuda_meets_a_device_choice_or_a_cuda_check():
+    assert CudaMixedWithToDevice.GROUPS == (
+        frozenset({".cuda"}), frozenset({".to", "is_available", "device_count", "is_cuda", "*gpu"}))
+    assert found("import torch\nx = torch.ones(1).cuda()\n") == []
+
+
+def test_a_module_cuda_call_needs_a_configured_choice():
+    """A choice that follows a value (``.to(x.device)``) covers tensors; ``model.cuda()``
+    breaks only a configured one (``args.device``)."""
+    follows = """
+        import torch
+        def extract(model, feats, bank):
+            model.cuda()
+            extra = torch.ones(1).cuda()
+            return model(feats).to(bank.device) + extra
+        """
+    assert found(follows) == [(5, "TDV101")]
+    configured = follows.replace("bank.device", "args.device")
+    assert found(configured) == [(4, "TDV101"), (5, "TDV101")]
+
+
+@pytest.mark.parametrize("default, expected", [('"cuda"', []), ('"cuda:0"', []), ("None", [(4, "TDV101")]),
+                                               ('"cpu"', [(4, "TDV101")])])
+def test_a_device_parameter_defaulting_to_cuda_is_no_choice(default, expected):
+    source = f"""
+        import torch
+        def sample(x, device={default}):
+            noise = torch.ones(1).cuda()
+            return x.to(device) + noise
+        """
+    assert found(source) == expected
+
+
+def test_an_unguarded_cuda_beside_a_checked_one():
+    checked = """
+        import torch
+        def step(images, target, gpu):
+            if torch.cuda.is_available():
+                images = images.cuda(gpu)
+            target = target.cuda(gpu)
+            return images, target
+        """
+    assert found(checked) == [(6, "TDV101")]
+    # A storage option is no availability check: ``use_cuda`` keeps features on the GPU.
+    assert found(checked.replace("torch.cuda.is_available()", "use_cuda")) == []
+    # Both under the check: nothing breaks the CPU path.
+    assert found(checked.replace("\n            target =", "\n                target =")) == []
 
 
 def test_cuda_is_reported_only_when_the_module_places_with_to_device():
     consistent = "import torch\nx = torch.ones(1).cuda()\ny = x.to(torch.float16)\n"
     assert found(consistent) == []
-    assert found(consistent + "z = y.to('cuda:0')\n") == [(2, "TDV101")]
+    assert found(consistent + "z = y.to('cuda:1')\n") == [(2, "TDV101")]
+    # The first GPU by a literal is where .cuda() goes in a one-GPU process: no choice.
+    assert found(consistent + "z = y.to('cuda:0')\n") == []
+    assert found(consistent + "z = y.to(torch.device('cuda', 0))\n") == []
 
 
 @pytest.mark.parametrize(
@@ -70,7 +118,7 @@ def test_a_module_level_early_exit_guards_functions_below_it():
         import sys
         import torch
 
-        device = torch.device("cuda")
+        device = torch.device(sys.argv[1])
         if not torch.cuda.is_available():
             sys.exit("needs a GPU")
 

@@ -103,3 +103,27 @@ def test_tdv201_fix_makes_no_new_evidence():
     assert found(resume(', map_location="cpu"'), TorchLoadWithoutMapLocation) == []
     assert found(resume(', "cpu"'), TorchLoadWithoutMapLocation) == []
     assert found(resume(', map_location="cpu"') + "device = 'cpu'\n", TorchLoadWithoutMapLocation) == [9]
+
+
+def test_tdv201_is_silent_in_a_function_that_needs_a_gpu_anyway():
+    """A function that puts what it loads on the GPU unguarded is GPU code: the CPU
+    path elsewhere in the module and a caller-given path do not reach it; one process
+    per GPU still does (rank k would load onto the GPU that saved the file)."""
+    source = """
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    def load_model(config, ckpt):
+        state = torch.load(ckpt)
+        model = build(config, state)
+        model.cuda()
+        return model
+    """
+    assert found(source, TorchLoadWithoutMapLocation) == []
+    guarded = source.replace("        model.cuda()", "        if torch.cuda.is_available():\n            model.cuda()")
+    assert found(guarded, TorchLoadWithoutMapLocation) == [6]
+    per_process = source.replace('device = "cuda"', 'device = os.environ["LOCAL_RANK"] and "cuda"')
+    assert found(per_process, TorchLoadWithoutMapLocation) == [6]
+    # A script's own .cuda() at module level may be the mistake: it does not silence.
+    script = "import torch\ndevice = 'cpu'\nstate = torch.load('a.pt')\nx = torch.zeros(1).cuda()\n"
+    assert found(script, TorchLoadWithoutMapLocation) == [3]

@@ -43,10 +43,13 @@ NET = "import torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n\n"
 @pytest.mark.parametrize("qualified", sorted(WRAPPERS))
 def test_every_wrapper_spelling_is_resolved(qualified):
     module, _, name = qualified.rpartition(".")
+    # Each wrapper is run at once: a DataParallel is reported at its first forward
+    # before any move, a DistributedDataParallel given device_ids at its construction.
     spellings = [
-        f"import {module} as m\n\ndef f():\n    return m.{name}(Net(), device_ids=[0])\n",
-        f"from {module} import {name} as W\n\ndef f():\n    return W(Net(), device_ids=[0])\n",
-        f"import torch\nWrap = {qualified}\n\ndef f():\n    model = Net()\n    return Wrap(model, device_ids=[0])\n",
+        f"import {module} as m\n\ndef f(x):\n    return m.{name}(Net(), device_ids=[0])(x)\n",
+        f"from {module} import {name} as W\n\ndef f(x):\n    return W(Net(), device_ids=[0])(x)\n",
+        f"import torch\nWrap = {qualified}\n\ndef f(x):\n    model = Net()\n"
+        "    return Wrap(model, device_ids=[0])(x)\n",
     ]
     for source in spellings:
         assert [code for _, code in found(NET + source)] == ["TDV301"], source
@@ -93,10 +96,34 @@ def test_ddp_without_a_gpu_sign_is_cpu_training_until_the_wrapper_moves():
 
 
 def test_a_construction_in_another_function_is_unknown():
-    source = NET + "import torch\n\nmodel = Net()\n\ndef wrap():\n    return torch.nn.DataParallel(model)\n"
+    source = NET + "import torch\n\nmodel = Net()\n\ndef wrap(x):\n    return torch.nn.DataParallel(model)(x)\n"
     assert found(source) == []
     # ... while module-level code is one scope.
-    assert found(source + "wrapped = torch.nn.DataParallel(model)\n") == [(12, "TDV301")]
+    assert found(source + "wrapped = torch.nn.DataParallel(model)\nwrapped(batch)\n") == [(12, "TDV301")]
+
+
+@pytest.mark.parametrize(
+    "between, reported",
+    [
+        ("", True),
+        ("    dp.to(device)\n", False),  # the wrapper moved before its first forward goes to device_ids[0]
+        ("    dp = dp.to(device)\n", False),  # the tutorial form
+        ("    dp.cuda()\n", False),
+        ("    model.to(device)\n", False),  # the module it holds moved in place
+        ("    dp.eval()\n", True),  # neutral methods move nothing
+        ("    setup(dp)\n", False),  # handed on: not followed
+    ],
+)
+def test_dataparallel_is_reported_at_a_forward_before_any_move(between, reported):
+    source = NET + (
+        "import torch.nn as nn\n\n"
+        "def main(device, batch, setup):\n"
+        "    model = Net()\n"
+        "    dp = nn.DataParallel(model)\n"
+        f"{between}"
+        "    return dp(batch)\n"
+    )
+    assert found(source) == ([(10, "TDV301")] if reported else [])
 
 
 # -- TDV401 / TDV402 ------------------------------------------------------

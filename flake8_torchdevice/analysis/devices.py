@@ -8,11 +8,12 @@ device?" (TDV103) and "is this device not CUDA?" (TDV104).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
 from ..names import NameResolver
-from .code import argument, string_value
+from .code import argument, last_name, string_value
 from .guards import is_nccl_init
 
 # Device types torch accepts in a device string, optionally with an index.
@@ -67,21 +68,16 @@ def is_device_expression(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 def is_device_move(call: cst.Call, names: NameResolver) -> bool:
     """A ``.to()`` call that chooses a device (not ``.to(torch.float16)``):
-    the premise of "this module chooses its device". The literal ``"cuda"``
-    and ``torch.device("cuda")`` are no choice: they go where ``.cuda()``
-    goes (a CUDA-bound script is consistent); a device held in a variable or
-    chosen at run time is."""
+    the premise of "this module chooses its device". The literal ``"cuda"``,
+    ``"cuda:0"`` and ``torch.device("cuda")`` are no choice: they go where
+    ``.cuda()`` goes (a CUDA-bound script is consistent); a device held in a
+    variable or chosen at run time is."""
     target = device_argument(call)
-    return target is not None and is_device_expression(target, names) and not _literal_cuda(target, names)
-
-
-def _literal_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
-    if isinstance(expr, cst.Call):
-        if names.qualify(expr.func) != "torch.device":
-            return False
-        first = expr.args[0].value if len(expr.args) == 1 and expr.args[0].keyword is None else None
-        return first is not None and string_value(first) == "cuda"
-    return string_value(expr) == "cuda"
+    return (
+        target is not None
+        and is_device_expression(target, names)
+        and not literal_first_cuda(target, names)
+    )
 
 
 def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
@@ -94,43 +90,161 @@ def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
 
 
+# Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.
+_MODULE_NAME = re.compile(r"model|net|module|encoder|decoder|generator|discriminator|backbone|classifier|critic", re.I)
+# Holders of a configured device: ``args.device``, ``self.device``, ``accelerator.device``.
+_OPTION_HOLDER = re.compile(
+    r"^(?:self|args?|opts?|options|cfg|config|conf|hparams|params|flags|accelerator|fabric|trainer)$", re.I
+)
+
+
+def is_module_receiver(call: cst.Call, statement: bool) -> bool:
+    """Is ``<x>.cuda()`` / ``<x>.to(d)`` placing a module? A bare statement
+    (a tensor's move is lost unless bound), a construction (``Net()``, not
+    ``torch.FloatTensor()``), or a name that says model/net/encoder."""
+    if statement:
+        return True
+    receiver = call.func.value
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        if receiver.func.attr.value in ("eval", "train", "float", "half", "double", "bfloat16"):
+            receiver = receiver.func.value  # ``Net().eval().cuda()``
+        else:
+            break
+    if isinstance(receiver, cst.Call):
+        name = last_name(receiver.func) or ""
+        return name[:1].isupper() and not name.endswith("Tensor")
+    name = last_name(receiver) or ""
+    return bool(_MODULE_NAME.search(name))
+
+
+def follows_a_value(target: cst.BaseExpression) -> bool:
+    """``.to(x.device)``, ``.to(next(m.parameters()).device)``: a move that
+    follows a value's device, a choice for tensors only (``args.device`` and
+    ``self.device`` are configured choices)."""
+    if not (isinstance(target, cst.Attribute) and target.attr.value == "device"):
+        return False
+    holder = target.value
+    return not (isinstance(holder, cst.Name) and _OPTION_HOLDER.match(holder.value))
+
+
+@dataclass
+class DeviceScope:
+    """One function (or the module): its device bindings and placements."""
+
+    parent: Optional["DeviceScope"]
+    bindings: dict = field(default_factory=dict)  # device-like name -> [is a literal CUDA device]
+    literal_cuda: list = field(default_factory=list)  # unguarded placements on literal CUDA (names: to resolve)
+    moves: list = field(default_factory=list)  # (module receiver, follows a value, target name or None)
+
+    def literal(self, name: str) -> bool:
+        """Is every binding of ``name`` seen from here a literal CUDA device
+        (parameters: their default)?"""
+        scope = self
+        while scope is not None:
+            if name in scope.bindings:
+                return all(scope.bindings[name])
+            scope = scope.parent
+        return False
+
+    def cuda_bound(self) -> bool:
+        """Does this scope place something on literal CUDA, unguarded?"""
+        return any(name is None or self.literal(name) for name in self.literal_cuda)
+
+
 class DeviceChoice:
     """Mixin for a ``Rule`` (before ``CudaGuards`` in its bases): does this
     module choose its device? It does when a ``.to()`` chooses one
-    (``is_device_move``), unless it is a CUDA program anyway: it starts an
-    NCCL process group, or the worker it spawns (``mp.spawn(worker, ...)``,
+    (``is_device_move``) that may be CPU: not a name every binding of which
+    is a literal CUDA device (``dev = torch.device("cuda:0")``). A choice that
+    follows a value (``.to(x.device)``) is one for tensors only. It chooses
+    nothing when it is a CUDA program anyway: it starts an NCCL process
+    group, or the worker it spawns (``mp.spawn(worker, ...)``,
     ``start_processes``) selects its GPU with an unconditional
-    ``torch.cuda.set_device``. Read ``chooses_device`` in ``leave_Module``,
-    once the whole module is seen. Rules using it add ``DeviceChoice.READS``."""
+    ``torch.cuda.set_device``. A scope that places on literal CUDA unguarded
+    (``.to("cuda")``, ``device="cuda"``) is ``cuda_bound``. Read
+    ``chooses_device`` / ``choice_for`` in ``leave_Module``, once the whole
+    module is seen. Rules using it add ``DeviceChoice.READS``: the device
+    names' bindings are read wherever they are."""
 
-    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes"})
+    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes", "*device", "dev"})
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._moves_to_device = False
+        self.device_scope = DeviceScope(None)
+        self._device_scopes = [self.device_scope]
         self._nccl = False
         self._device_setters: set[str] = set()  # top-level functions calling set_device unconditionally
         self._spawned: set[str] = set()  # functions handed to mp.spawn / start_processes
         self._function_names: list[str] = []
+        self._statement_call: Optional[cst.Call] = None  # the call a bare expression statement makes
+
+    def _cuda_program(self) -> bool:
+        return self._nccl or bool(self._device_setters & self._spawned)
+
+    def _choices(self):
+        for scope in self._device_scopes:
+            for module, follows, name in scope.moves:
+                if name is None or not scope.literal(name):
+                    yield module, follows
 
     @property
     def chooses_device(self) -> bool:
-        return self._moves_to_device and not self._nccl and not self._device_setters & self._spawned
+        return not self._cuda_program() and any(True for _ in self._choices())
+
+    def choice_for(self, module: bool) -> bool:
+        """Does the module choose a device that a ``.cuda()`` of this kind
+        (a module, or a tensor) breaks?"""
+        if self._cuda_program():
+            return False
+        return any(not follows or not module for _, follows in self._choices())
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._function_names.append(node.name.value)
+        self.device_scope = DeviceScope(self.device_scope)
+        self._device_scopes.append(self.device_scope)
+        for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            # ``def f(x, device="cuda")``: the caller may pass another, but this code's own choice is CUDA.
+            default = param.default
+            literal = default is not None and literal_first_cuda(default, self.names)
+            self.device_scope.bindings[param.name.value] = [literal]
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._function_names.pop()
+        self.device_scope = self.device_scope.parent
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self._statement_call = node.value if isinstance(node.value, cst.Call) else None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name) and is_device_name(target):
+            literal = literal_first_cuda(value, self.names)
+            self.device_scope.bindings.setdefault(target.value, []).append(literal)
+
+    def is_statement(self, call: cst.Call) -> bool:
+        """Is ``call`` a whole expression statement (``model.cuda()``)?"""
+        return call is self._statement_call
 
     def note_call(self, call: cst.Call) -> None:
         """Call from the rule's ``visit_Call`` for every call."""
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "to":
-            self._moves_to_device = self._moves_to_device or is_device_move(call, self.names)
-        elif not self._nccl and is_nccl_init(call, self.names):
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and is_device_move(call, self.names):
+            target = device_argument(call)
+            name = target.value if isinstance(target, cst.Name) else None
+            self.device_scope.moves.append((is_module_receiver(call, self.is_statement(call)),
+                                            follows_a_value(target), name))
+        if not self.cuda_guarded():
+            self._note_literal_cuda(call)
+        if not self._nccl and is_nccl_init(call, self.names):
             self._nccl = True
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.set_device" and not self.cuda_guarded() and len(self._function_names) == 1:
@@ -139,3 +253,30 @@ class DeviceChoice:
             target = call.args[0].value
             if isinstance(target, cst.Name):
                 self._spawned.add(target.value)
+
+    def _note_literal_cuda(self, call: cst.Call) -> None:
+        """``x.to("cuda")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)``
+        with ``dev`` a literal CUDA device: this scope needs CUDA anyway."""
+        func = call.func
+        targets = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "device"]
+        if isinstance(func, cst.Attribute) and func.attr.value == "to":
+            target = device_argument(call)
+            targets += [target] if target is not None else []
+        for target in targets:
+            if literal_first_cuda(target, self.names):
+                self.device_scope.literal_cuda.append(None)
+            elif isinstance(target, cst.Name) and is_device_name(target):
+                self.device_scope.literal_cuda.append(target.value)
+
+
+def literal_first_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``"cuda:0"``, ``torch.device("cuda:0")``, ``torch.device("cuda", 0)``
+    and the plain ``"cuda"``: the GPU ``.cuda()`` goes to in a one-GPU process
+    (``"cuda:1"`` is a choice)."""
+    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
+        first, index = argument(expr, 0, "type"), argument(expr, 1, "index")
+        text = string_value(first.value) if first is not None else None
+        if index is not None:
+            return text == "cuda" and isinstance(index.value, cst.Integer) and index.value.value == "0"
+        return text in ("cuda", "cuda:0")
+    return string_value(expr) in ("cuda", "cuda:0")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .._lazy import cst
 from ..names import NameResolver, full_name
-from .code import argument, string_value, subtree
+from .code import argument, last_name, string_value, subtree
 
 # Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
 _CUDA_WORD = re.compile(r"cuda|gpu", re.I)
@@ -90,6 +90,31 @@ def is_cuda_test(expr: cst.CSTNode) -> bool:
         # ``x.is_cuda``, ``args.cuda``, ``use_gpu``.
         if isinstance(node, cst.Name) and _CUDA_WORD.search(node.value):
             return True
+    return False
+
+
+# The words of an ``availability_test``: a rule reading it declares them.
+AVAILABILITY_WORDS = frozenset({"is_available", "device_count", "is_cuda", "*gpu"})
+
+
+_AVAILABILITY_CALLS = ("torch.cuda.is_available", "torch.cuda.device_count")
+
+
+def availability_test(expr: cst.CSTNode, names: NameResolver) -> bool:
+    """A test of whether CUDA is there, not of an option: ``torch.cuda.is_available()``,
+    ``torch.cuda.device_count()``, ``x.is_cuda``, ``args.gpu is not None`` (a GPU
+    was given). ``if use_cuda:`` may be a storage option (keep features on the
+    GPU) in code that needs CUDA anyway: not one."""
+    for node in subtree(expr):
+        if isinstance(node, cst.Call) and names.qualify(node.func) in _AVAILABILITY_CALLS:
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+            return True
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            comparison = node.comparisons[0]
+            if isinstance(comparison.operator, cst.IsNot) and isinstance(comparison.comparator, cst.Name) \
+                    and comparison.comparator.value == "None" and "gpu" in (last_name(node.left) or "").lower():
+                return True
     return False
 
 
@@ -246,7 +271,7 @@ class CudaGuards:
     # -- definitions -------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._push(
-            node.name.value == "cuda"
+            bool(_CUDA_WORD.search(node.name.value))  # ``def cuda``, ``load_module_gpu``: CUDA by its name
             or any(is_cuda_skip_decorator(d) for d in node.decorators)
             or is_test_code(node.name.value, self.context.is_test)
         )

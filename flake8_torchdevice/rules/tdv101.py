@@ -2,31 +2,47 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from .._lazy import cst
 from ..analysis.code import string_value, subtree
-from ..analysis.devices import DeviceChoice, device_argument, is_device_move, is_device_name
-from ..analysis.guards import CudaGuards
+from ..analysis.devices import (
+    DeviceChoice,
+    DeviceScope,
+    device_argument,
+    is_device_move,
+    is_device_name,
+    is_module_receiver,
+)
+from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test
 from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
-    r"""**Off by default (opt-in: `extend-select = TDV101`).** Precision on real code: 60%
-    on the held-out projects (6 of 10 findings true; 100% on the tune split, 16 of which 8
-    deliberate), below the 90% bar: a `.cuda()` on a path that only runs with CUDA (a
-    collective reached through a helper, a CUDA-only kernel) is not recognised yet. See
-    docs/precision.md.
+    r"""## What it does
+    Flags each `<expr>.cuda(...)` call in a module that chooses its device with `.to(...)`,
+    when that choice may be the CPU: a `.to()` whose first positional argument or `device=`
+    keyword is a device — a `torch.device(...)` call, a device string (`"cpu"`, `"mps"`,
+    `f"cuda:{rank}"`, ...), or a name or attribute whose last part is `device`, `dev`, or ends
+    in `_device` / `device_` (`device`, `args.device`, `self.target_device`). `.to(torch.float16)`,
+    `.to(dtype=...)`, `.to(memory_format=...)` and `.to(other_tensor)` do not choose a device.
+    Nor do the literal `"cuda"`, `"cuda:0"`, `torch.device("cuda")` / `("cuda", 0)`, or a name
+    every binding of which is one of them (`output_device = torch.device("cuda:0")`, a parameter
+    `device="cuda"` by default): they go where `.cuda()` goes. A module that only ever uses
+    `.cuda()` is consistent and is not flagged.
 
-    ## What it does
-    Flags each `<expr>.cuda(...)` call in a module that also places things with a
-    device-style `.to(...)`: a `.to()` whose first positional argument or `device=` keyword
-    is a device — a `torch.device(...)` call, a device string (`"cuda"`, `"cpu"`, `"cuda:0"`,
-    `"mps"`, `f"cuda:{rank}"`, ...), or a name or attribute whose last part is `device`,
-    `dev`, or ends in `_device` / `device_` (`device`, `args.device`, `self.target_device`).
-    `.to(torch.float16)`, `.to(dtype=...)`, `.to(memory_format=...)` and `.to(other_tensor)`
-    do not choose a device and do not count. A module that only ever uses `.cuda()` is
-    consistent and is not flagged.
+    The `.cuda()` must force CUDA on the kind of value the choice covers: a choice that follows
+    a value (`.to(x.device)`, `.to(next(model.parameters()).device)`) covers tensors; a
+    configured choice (`device`, `args.device`, `self.device`) covers modules too. A module's
+    `.cuda()` is a bare statement (`model.cuda()`), a construction (`Net().cuda()`), or a name
+    that says model/net/encoder.
+
+    Whatever the module chooses, an unguarded `.cuda()` (also `.cuda(rank)`) is flagged in a
+    function where another `.cuda()` sits under a check that CUDA is there
+    (`torch.cuda.is_available()`, `x.is_cuda`, `args.gpu is not None`): the function runs
+    without CUDA, and this call breaks it. A flag such as `if use_cuda:` may be a storage
+    option, not a check, and does not count here.
 
     A `.cuda()` is not flagged where the code has already made sure CUDA is there:
 
@@ -41,7 +57,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     - in a function or class decorated to skip without CUDA (`@unittest.skipIf(not
       torch.cuda.is_available(), ...)`, `@unittest.skipUnless(...)`,
       `@pytest.mark.skipif(...)`, `@onlyCUDA`, `@requires_gpu`);
-    - inside a method named `cuda` (an override that forwards to `super().cuda()`);
+    - inside a function whose name says CUDA or a GPU: a method named `cuda` (an override
+      that forwards to `super().cuda()`), `load_module_gpu`;
+    - in a function (or module-level code) that places something on the literal CUDA device
+      unguarded (`x.to("cuda")`, `torch.zeros(3, device="cuda")`): it needs CUDA anyway;
     - inside `with pytest.raises(...)` / `with self.assertRaises(...)` (written to fail);
     - in a test module whose tests skip without a GPU (it has a decorator such as
       `@skip_if_no_gpu` or `@unittest.skipIf(not torch.cuda.is_available(), ...)`): inside
@@ -80,10 +99,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     ## Fix safety
     Unsafe. Rewriting `.cuda()` as `.to(device)` needs a name for the device that is in
     scope at the call, which the linter cannot always find (the device may be chosen in
-    another function, or be an attribute). `torchdevice --fix --unsafe-fixes --extend-select
-    TDV101` rewrites only when exactly one device-like name (`device`, `dev`, `*_device`)
-    is assigned at module level, and the call runs after that assignment (inside a
-    function, or later in the module); otherwise it leaves the call alone.
+    another function, or be an attribute). `torchdevice --fix --unsafe-fixes` rewrites only
+    when exactly one device-like name (`device`, `dev`, `*_device`) is assigned at module
+    level, and the call runs after that assignment (inside a function, or later in the
+    module); otherwise it leaves the call alone.
     `.cuda(non_blocking=True)` becomes `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is
     `cuda:0` the behaviour is unchanged; elsewhere the fix changes where the tensor goes, which is the point.
 
@@ -96,8 +115,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
       own decorators (`@torch.cuda.amp.custom_fwd`) gate nothing;
     - in test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
       `conftest.py`, under `tests/`, or importing pytest/unittest);
-    - inside `with pytest.raises(...)` / `self.assertRaises(...)`, and in a method named `cuda`;
-    - `.cuda(rank)` / `.cuda(device=d)`, which name their device;
+    - inside `with pytest.raises(...)` / `self.assertRaises(...)`, in a function whose name says cuda or gpu, and in
+      a function (or module-level code) that also places on the literal CUDA device unguarded;
+    - a module's `.cuda()` when the only choices follow a value (`.to(x.device)`): that choice covers tensors;
+    - `.cuda(rank)` / `.cuda(device=d)`, which name their device (unless another `.cuda()` of the function is under
+      a CUDA check);
     - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` /
       `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a
       variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`:
@@ -136,11 +158,15 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         ".cuda() ignores the device this module chooses for .to(); on a machine "
         "without CUDA (or with device='cuda:1') it breaks: use .to(device) instead"
     )
+    BESIDE_CHECK = (
+        ".cuda() without the CUDA check that guards another .cuda() in this function; "
+        "on a machine without CUDA it breaks: guard it too, or use .to(device)"
+    )
     FIX = "unsafe"
-    DEFAULT_ENABLED = False  # 60% held-out precision (docs/precision.md)
 
-    # A finding is a ``.cuda()`` call in a module that also moves with ``.to``.
-    NEEDS = [{".cuda"}, {".to"}]
+    # A finding is a ``.cuda()`` call in a module that also moves with ``.to``,
+    # or in a function that checks for CUDA (``availability_test``) elsewhere.
+    NEEDS = [{".cuda"}, {".to"} | AVAILABILITY_WORDS]
     # A spawned worker (``mp.spawn(worker, ...)``) that selects its GPU with an
     # unconditional ``torch.cuda.set_device`` makes the module a CUDA program:
     # ``.cuda()`` follows the chosen GPU wherever it is called.
@@ -148,13 +174,14 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._cuda_calls: list[tuple[cst.Call, Optional[int], bool, bool]] = []  # statement, in a def, in __main__
+        self._cuda_calls: list[_CudaCall] = []
         self._depth = 0  # functions open
         self._module_devices: dict[str, Optional[int]] = {}  # device-like module names -> statement
         self._collective_inputs: set[int] = set()  # ids of .cuda() calls fed to torch.distributed
         self._cuda_names: list[dict[str, list[cst.Call]]] = [{}]  # per function: name = x.cuda()
         self._main: Optional[cst.If] = None  # the module's ``if __name__ == "__main__":`` being walked
         self._main_chooses = False  # that block names a device or moves with .to(device)
+        self._checked: set[int] = set()  # ids of device scopes with a .cuda() under a CUDA check
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -181,6 +208,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             self._main_chooses = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
         if self._depth == 0:
             for target in node.targets:
                 self._module_device(target.target)
@@ -201,6 +229,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         return found
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        super().visit_AnnAssign(node)
         if self._depth == 0 and node.value is not None:
             self._module_device(node.target)
 
@@ -217,11 +246,20 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         if not isinstance(func, cst.Attribute):
             return
         if func.attr.value == "cuda":
-            # ``.cuda(rank)`` names its device: a choice, only spelled differently.
-            if device_argument(node) is None and not self.cuda_guarded():
-                self._cuda_calls.append((node, self.context.statement, self._depth > 0, self._main is not None))
+            self._note_cuda(node)
         elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names):
             self._main_chooses = True
+
+    def _note_cuda(self, node: cst.Call) -> None:
+        scope = self.device_scope
+        if self.cuda_guarded():
+            if any(availability_test(if_node.test, self.names) for if_node, _ in self._if_stack):
+                self._checked.add(id(scope))  # checked right here, not by a decorator, a test name or a flag
+            return
+        self._cuda_calls.append(_CudaCall(
+            node, self.context.statement, self._depth > 0, self._main is not None, scope,
+            is_module_receiver(node, self.is_statement(node)), device_argument(node) is not None,
+        ))
 
     def _note_collective(self, call: cst.Call) -> None:
         """A collective (``dist.all_reduce(t)``, ``dist.send(t.contiguous(), dst)``)
@@ -233,15 +271,20 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
-        # Only now is the whole module known: report if it also uses .to(device).
-        if not self.chooses_device:
-            return
-        for call, statement, in_function, in_main in self._cuda_calls:
-            if id(call) in self._collective_inputs:
-                continue
-            if in_main and not self._main_chooses:
+        # Only now is the whole module known: its device choices and bindings.
+        for call in self._cuda_calls:
+            if id(call.node) in self._collective_inputs or call.scope.cuda_bound():
+                continue  # NCCL wants the current GPU; a scope placing on literal CUDA needs it anyway
+            if id(call.scope) in self._checked:  # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``
+                message = self.BESIDE_CHECK
+            elif call.named or not self.choice_for(call.module):
+                continue  # ``.cuda(rank)`` names its device; nothing chosen for this kind of value
+            elif call.in_main and not self._main_chooses:
                 continue  # a CUDA demo under ``__main__``; the library follows its inputs
-            self.report(call, fix=self._fix(call, statement, in_function), statement=statement)
+            else:
+                message = None
+            self.report(call.node, message, fix=self._fix(call.node, call.statement, call.in_function),
+                        statement=call.statement)
 
     def _fix(self, call: cst.Call, statement: Optional[int], in_function: bool) -> Optional[Fix]:
         """``x.cuda()`` -> ``x.to(device)`` (unsafe: the device may not be
@@ -254,6 +297,19 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         if not in_function and (assigned is None or statement is None or assigned >= statement):
             return None
         return Fix(lambda updated: _to_device(updated, name))
+
+
+@dataclass
+class _CudaCall:
+    """An unguarded ``.cuda()``, decided once the module is seen."""
+
+    node: cst.Call
+    statement: Optional[int]
+    in_function: bool
+    in_main: bool
+    scope: DeviceScope
+    module: bool  # places a module (``model.cuda()``), not a tensor
+    named: bool  # ``.cuda(rank)``: names its device
 
 
 def _is_cuda_call(expr: cst.CSTNode) -> bool:

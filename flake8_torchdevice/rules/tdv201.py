@@ -9,7 +9,7 @@ from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.function_inputs import is_data_class_name
-from ..analysis.guards import is_test_code
+from ..analysis.guards import is_cuda_test, is_test_code
 from ..analysis.machines import MachineEvidence
 from ..rule import CLASS, Rule
 
@@ -69,6 +69,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
     - a load in the body of `if torch.cuda.is_available():` (its `else` loads with `map_location`, as a rule);
+    - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights): GPU
+      code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
+      (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
       `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
@@ -104,7 +107,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     FIX = "safe"
     NEEDS = {"load"}
     # The module's CPU path or GPUs per process, and the files it saves, anywhere in it.
-    READS = machines.READS | {"save"}
+    READS = machines.READS | {"save", ".cuda"}
     SCOPE = CLASS  # a data class's own writer may be another method
 
     def __init__(self, context) -> None:
@@ -118,6 +121,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self._cpu_saved_names: set[str] = set()  # file-name literals this module saves CPU values to
         self._cuda_bodies: set[int] = set()  # ids of ``if torch.cuda.is_available():`` bodies
         self._in_cuda_body = 0
+        # Per function (the module's code first, never set: a script's ``.cuda()`` may be
+        # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
+        # CUDA test? Then it is GPU code, whatever CPU path the module has.
+        self._needs: list[_GpuNeed] = [_GpuNeed()]
+        self._cuda_tests = 0  # open ``if``/conditional expressions that test for CUDA
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = [last_name(arg.value) for arg in node.bases]
@@ -137,17 +145,21 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         super().visit_FunctionDef(node)
         self._functions.append(node.name.value)
         self._params.append(set(param_names(node.params)) - {"self", "cls"})
+        self._needs.append(_GpuNeed())
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._functions.pop()
         self._params.pop()
+        self._needs.pop()
 
     def leave_Module(self, node: cst.Module) -> None:
         # Only now is the whole module known: does it meet machines without the saving GPU?
         for load in self._loads:
             if load.names & self._cpu_saved_names:
                 continue  # it reads back a file this module wrote after .cpu()
+            if load.need.gpu and not self.uses_gpus_per_process:
+                continue  # its function needs a GPU anyway (``model.cuda()`` unguarded): no CPU path
             if load.caller_path or self.meets_other_machines:
                 self.report(load.call, fix=cpu_map_location(load.call), statement=load.statement)
 
@@ -167,6 +179,16 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         test = node.test
         if isinstance(test, cst.Call) and self.names.qualify(test.func) == "torch.cuda.is_available":
             self._cuda_bodies.add(id(node.body))
+        self._cuda_tests += is_cuda_test(test)
+
+    def leave_If(self, node: cst.If) -> None:
+        self._cuda_tests -= is_cuda_test(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._cuda_tests += is_cuda_test(node.test)
+
+    def leave_IfExp(self, node: cst.IfExp) -> None:
+        self._cuda_tests -= is_cuda_test(node.test)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._in_cuda_body += id(node) in self._cuda_bodies
@@ -176,6 +198,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_machine_call(node)
+        if len(self._needs) > 1 and not self._cuda_tests and _is_method(node, "cuda"):
+            self._needs[-1].gpu = True
         name = self.names.qualify(node.func)
         if name in TORCH_SAVES:
             self.note_save(node, position=1)
@@ -194,7 +218,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``
         path = argument(node, 0, "f")
         names = _file_names(path.value) if path is not None else set()
-        load = _Load(node, self.context.statement, self._caller_path(node), names)
+        load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
 
     def _caller_path(self, call: cst.Call) -> bool:
@@ -218,9 +242,21 @@ def _file_names(expr: cst.BaseExpression) -> set[str]:
     return {text for node in subtree(expr) if (text := string_value(node)) and "." in text.strip("./")}
 
 
+def _is_method(call: cst.Call, name: str) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == name
+
+
+class _GpuNeed:
+    """Whether a function (or the module's code) calls ``.cuda()`` unguarded."""
+
+    gpu = False
+
+
 class _Load:
-    def __init__(self, call: cst.Call, statement: Optional[int], caller_path: bool, names: set) -> None:
+    def __init__(self, call: cst.Call, statement: Optional[int], caller_path: bool, names: set,
+                 need: _GpuNeed) -> None:
         self.call = call
+        self.need = need  # its function's: known once the function is walked
         self.statement = statement
         self.caller_path = caller_path  # a library function loading what its caller names
         self.names = names  # the file-name literals of its path

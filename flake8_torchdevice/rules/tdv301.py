@@ -8,8 +8,9 @@ placement-neutral calls such as ``.eval()``) until something may place it:
 modules are reported; parameters, attributes and modules from other functions
 (``m = build_model(cfg)``) have unknown placement and are never reported.
 
-``DataParallel`` is GPU-only, so wrapping an unplaced module is reported as
-such. ``DistributedDataParallel`` of a CPU module is legitimate CPU training
+``DataParallel`` of an unplaced module is reported at its first forward
+(``dp(x)``) if neither the module nor the wrapper was moved before it; a
+moved wrapper goes to ``device_ids[0]`` and runs. ``DistributedDataParallel`` of a CPU module is legitimate CPU training
 (gloo), so it is reported only when the call shows the module was meant for
 a GPU: ``device_ids=``/``output_device=``, or a move of the wrapper itself
 (``DDP(m).cuda()``, ``ddp = DDP(m); ddp.to(device)``).
@@ -63,6 +64,7 @@ class _Frame:
     blocks: list = field(default_factory=list)  # ids of the enclosing statement blocks
     withs: int = 0  # open ``with`` statements (device contexts, init_empty_weights, ...)
     wrappers: dict = field(default_factory=dict)  # name -> DDP call waiting for a move
+    parallel: dict = field(default_factory=dict)  # name -> DataParallel call of an unplaced module, not yet moved
 
 
 def _callee_name(func: cst.BaseExpression) -> Optional[str]:
@@ -103,34 +105,37 @@ def _names_a_gpu(call: cst.Call) -> bool:
 
 
 class WrapBeforePlacement(Rule):
-    r"""**Off by default (opt-in: `extend-select = TDV301`).** Precision on real code: 0%
-    (0 of 1 on the held-out projects, 0 of 1 on the tune split): a wrapper moved right
-    after it is built (`nn.DataParallel(m).eval().to(device)`) or never run is not told
-    apart yet. See docs/precision.md.
-
-    ## What it does
+    r"""## What it does
     Flags a call to `DataParallel` or `DistributedDataParallel` (under any alias:
     `torch.nn.DataParallel`, `torch.nn.parallel.DataParallel`, `DP = nn.DataParallel`,
     `from torch.nn.parallel import DistributedDataParallel as DDP`,
     `import torch.nn.parallel as par`, the `data_parallel` / `distributed` module paths)
-    whose module is, within the same function (or module) body, not on its device yet:
+    that can fail because its module is not on its device yet. Within the same function (or
+    module) body, a module is unplaced when it is an inline construction (`Net()`) or a name
+    last assigned from one (`model = Net()`, also `Net().eval()`) that nothing has moved:
+    no `model.to(...)`, `model.cuda()`, `model = model.to(...)`, and no other call that
+    received `model`.
 
-    - an inline construction: `DataParallel(Net())`;
-    - a name last assigned from a construction (`model = Net()`, also `Net().eval()`)
-      that nothing has moved before the wrap: no `model.to(...)`, `model.cuda()`,
-      `model = model.to(...)`, and no other call that received `model`.
-
-    `DataParallel` exists only for GPUs, so that alone is reported.
-    `DistributedDataParallel` of a CPU module is legitimate CPU (gloo) training, so it is
-    reported only when the call shows the module was meant for a GPU: `device_ids=` or
-    `output_device=` given, or the wrapper itself is moved afterwards
-    (`DDP(model).cuda()`, `ddp = DDP(model); ddp.to(device)`).
+    - `DistributedDataParallel(model, device_ids=...)` (or `output_device=`) of an unplaced
+      module: the constructor raises at once, on any machine, whatever is done to the
+      module afterwards (the training-script form: the wrap inside `if RANK != -1:`, the
+      `model = model.to(device)` lines later). Without `device_ids` a CPU module is
+      legitimate CPU (gloo) training, so it is reported only when the wrapper itself is
+      moved afterwards (`DDP(model).cuda()`, `ddp = DDP(model); ddp.to(device)`): it was
+      meant for a GPU, and was built where its module was.
+    - `DataParallel` of an unplaced module whose wrapper is run (`dp(x)`,
+      `DataParallel(Net())(x)`) before either is moved. With two or more GPUs that
+      forward fails. A wrapper moved before its first forward
+      (`model = nn.DataParallel(model); model = model.to(device)`, the tutorial form, or
+      `nn.DataParallel(m).eval().to(device)`) goes to `device_ids[0]` and runs; a wrapper
+      returned, stored or handed to another call is not followed.
 
     Not flagged, because the placement is not known where the wrap happens: a module
     that is a parameter, an attribute (`self.model`), or comes from another function
     (`model = build_model(cfg)`: code bases often build and move the model in one
-    function and wrap it in another); a module built inside a `with` block
-    (`with torch.device("cuda"):`); a construction that is handed a device
+    function and wrap it in another; a helper `def wrap(model): return DDP(model,
+    device_ids=[rank])` is mostly called with a placed model); a module built inside a
+    `with` block (`with torch.device("cuda"):`); a construction that is handed a device
     (`Net(device=device)`); a construction in one branch of an `if` when the wrap is
     outside it; and files that call `torch.set_default_device`. Names that merely
     contain the word (`DistributedDataParallelKwargs`, `MyDataParallel`) are not wrappers.
@@ -165,6 +170,8 @@ class WrapBeforePlacement(Rule):
     ## When it does not report
     - a module that is a parameter, an attribute or built in another function (its placement is unknown where it is
       wrapped);
+    - a `DataParallel` moved before its first forward (`nn.DataParallel(m).to(device)`, `dp = dp.to(device)`, or
+      the module it holds: `m.to(device)`), or never run here (returned, stored, handed on);
     - a module already moved (`model.to(device)`, `model.cuda()`), passed to any other call first, built inside
       `with torch.device(...)`, or handed a device (`Net(device=d)`);
     - `DistributedDataParallel` without `device_ids` / `output_device` and never moved: CPU (gloo) training;
@@ -193,12 +200,16 @@ class WrapBeforePlacement(Rule):
     """  # noqa: E501 -- quotes torch's error messages verbatim
 
     CODE = "TDV301"
-    DEFAULT_ENABLED = False
     NAME = "parallel-wrap-before-placement"
     SUMMARY = "`DataParallel`/`DistributedDataParallel` wrapping a module that is not on its device yet"
     MESSAGE = (
         "DataParallel/DistributedDataParallel wraps a module that is not on its device "
         "yet; move the module first (module.to(device)), then wrap it"
+    )
+
+    FORWARD = (
+        "DataParallel runs a module that neither it nor the module was moved to a GPU before; "
+        "with two or more GPUs the forward fails: move the module first (module.to(device)), then wrap it"
     )
 
     NEEDS = {"DataParallel", "DistributedDataParallel"}
@@ -210,6 +221,8 @@ class WrapBeforePlacement(Rule):
         self._frames = [_Frame()]
         self._moved_results: set = set()  # ids of calls whose result is moved: DDP(m).cuda()
         self._waiting: dict = {}  # id(DDP call) -> call, unplaced module, no GPU sign yet
+        self._parallel: dict = {}  # id(DataParallel call) -> call, unplaced module, not moved with it
+        self._called: set = set()  # ids of calls that are called at once: ``DataParallel(m)(x)``
         self._found: list = []  # (call, message, statement), reported unless a default device is set
         self._default_device = False
 
@@ -268,6 +281,7 @@ class WrapBeforePlacement(Rule):
             return
         if isinstance(target, cst.Name):
             self._frame.states[target.value] = (UNKNOWN, ())
+            self._frame.parallel.pop(target.value, None)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._forget_targets(element.value)
@@ -278,9 +292,12 @@ class WrapBeforePlacement(Rule):
         frame = self._frame
         frame.states[name] = (self._placement(value), tuple(frame.blocks))
         frame.wrappers.pop(name, None)
-        waiting = self._waiting.get(id(self._unchain(value)))
-        if waiting is not None:
-            frame.wrappers[name] = waiting
+        frame.parallel.pop(name, None)
+        wrap = id(self._unchain(value))
+        if wrap in self._waiting:
+            frame.wrappers[name] = self._waiting[wrap]
+        elif wrap in self._parallel:
+            frame.parallel[name] = self._parallel[wrap]
 
     # -- what placement an expression has ------------------------------------
     @staticmethod
@@ -322,10 +339,12 @@ class WrapBeforePlacement(Rule):
             self._default_device = True
         method = _method(node)
         if method in MOVES:
-            if isinstance(func.value, cst.Call):
-                self._moved_results.add(id(func.value))
-            elif isinstance(func.value, cst.Name):
-                self._moved(func.value.value)
+            receiver = self._unchain(func.value)  # ``DataParallel(m).eval().to(device)``
+            if isinstance(receiver, cst.Call):
+                self._moved_results.add(id(receiver))
+            elif isinstance(receiver, cst.Name):
+                self._moved(receiver.value)
+        self._forward(func)
         wrapper = WRAPPERS.get(self.names.qualify(func) or "")
         if wrapper is not None:
             self._check_wrap(node, wrapper)
@@ -334,26 +353,59 @@ class WrapBeforePlacement(Rule):
             for arg in node.args:
                 if isinstance(arg.value, cst.Name) and arg.value.value in self._frame.states:
                     self._frame.states[arg.value.value] = (UNKNOWN, ())
+                if isinstance(arg.value, cst.Name):
+                    self._release(arg.value.value)
+
+    def _forward(self, func: cst.BaseExpression) -> None:
+        """``dp(x)`` or ``DataParallel(m)(x)``: a forward pass of a wrapper whose
+        module was never placed, the call that fails with two GPUs."""
+        if isinstance(func, cst.Call):
+            self._called.add(id(func))  # visited before the wrap it calls
+        call = self._frame.parallel.pop(func.value, None) if isinstance(func, cst.Name) else None
+        if call is not None:
+            self._report(call, _DP)
 
     def _moved(self, name: str) -> None:
         frame = self._frame
         if name in frame.states:
             frame.states[name] = (PLACED, ())
+        self._release(name)  # ``dp = DataParallel(m); dp.to(device)`` (or ``m.to(device)``) before any forward
         waiting = frame.wrappers.pop(name, None)
         if waiting is not None:  # ddp = DDP(m); ddp.cuda(): it was meant for a GPU
             self._report(waiting, _DDP)
 
+    def _release(self, name: str) -> None:
+        """``name`` (a DataParallel, or the module one holds) was moved or handed
+        on before the wrapper's first forward: that forward is not known to fail."""
+        parallel = self._frame.parallel
+        for wrapper, call in list(parallel.items()):
+            module = _wrapped(call)
+            if wrapper == name or (isinstance(module, cst.Name) and module.value == name):
+                del parallel[wrapper]
+
     def _check_wrap(self, call: cst.Call, wrapper: str) -> None:
         module = _wrapped(call)
-        if module is None or self._placement(module) != UNPLACED:
-            return
-        if wrapper == _DP or _names_a_gpu(call) or id(call) in self._moved_results:
-            self._report(call, wrapper)
-        else:
-            self._waiting[id(call)] = call
+        placement = self._placement(module) if module is not None else UNKNOWN
+        if wrapper == _DP:
+            # Placed before its first forward (``DataParallel(m).to(device)``,
+            # ``dp = dp.to(device)``) it runs: wait for a forward or a move.
+            if placement != UNPLACED or id(call) in self._moved_results:
+                return
+            if id(call) in self._called:  # ``DataParallel(Net())(x)``
+                self._report(call, _DP)
+            else:
+                self._parallel[id(call)] = call
+        elif placement == UNPLACED:
+            if _names_a_gpu(call) or id(call) in self._moved_results:
+                self._report(call, wrapper)
+            else:
+                self._waiting[id(call)] = call
 
     def _report(self, call: cst.Call, wrapper: str) -> None:
-        message = self.MESSAGE.replace("DataParallel/DistributedDataParallel", wrapper)
+        if wrapper == _DP:
+            message = self.FORWARD
+        else:
+            message = self.MESSAGE.replace("DataParallel/DistributedDataParallel", wrapper)
         self._found.append((call, message, self.context.statement))
 
     def leave_Module(self, node: cst.Module) -> None:
