@@ -69,3 +69,21 @@ def test_an_element_moved_inline_still_names_the_cpu_tensor():
     found = check_source(HEAD + source, rules=FLOW, strict=True).violations
     assert [(v.code, v.line) for v in found] == [("TDV602", 8)]
     assert "moved inline" in found[0].message
+
+
+def test_ctc_targets_and_lengths_may_stay_on_the_cpu():
+    """CTC takes CPU targets and lengths: a CTC call meets nothing, another loss still does."""
+    source = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "model = nn.Linear(8, 5).to(device)\n"
+        "criterion = nn.CTCLoss().to(device)\n"
+        "\n"
+        "def step(x, text, length, loss_fn):\n"
+        "    preds = model(x.to(device)).log_softmax(2)\n"
+        "    counts = torch.IntTensor([preds.size(0)] * preds.size(1))\n"
+        "    return criterion(preds, text, counts, length) + loss_fn(preds, text, counts, length)\n"
+    )
+    assert codes(source) == []
+    other = source.replace("nn.CTCLoss()", "nn.CrossEntropyLoss()").replace(
+        "criterion(preds, text, counts, length)", "criterion(preds, counts)")
+    assert codes(other) == [("TDV601", 11)]

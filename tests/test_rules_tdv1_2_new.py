@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.fixes import fix_source
 from flake8_torchdevice.rules.tdv101 import CudaMixedWithToDevice
@@ -127,3 +129,27 @@ def test_tdv201_is_silent_in_a_function_that_needs_a_gpu_anyway():
     # A script's own .cuda() at module level may be the mistake: it does not silence.
     script = "import torch\ndevice = 'cpu'\nstate = torch.load('a.pt')\nx = torch.zeros(1).cuda()\n"
     assert found(script, TorchLoadWithoutMapLocation) == [3]
+
+
+def test_tdv201_package_data_and_numpy_reads_hold_cpu_tensors():
+    """A path built from ``__file__`` is package data; ``torch.load(f).numpy()`` reads CPU
+    tensors. The module's CPU path would report any other load."""
+    head = "import os\nimport torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    packaged = head + "HERE = os.path.dirname(__file__)\n\ndef f(name):\n"
+    packaged += "    return torch.load(os.path.join(HERE, name))\n"
+    assert found(packaged, TorchLoadWithoutMapLocation) == []
+    inline = head + "def f():\n    return torch.load(os.path.join(os.path.dirname(__file__), 'w.pt'))\n"
+    assert found(inline, TorchLoadWithoutMapLocation) == []
+    assert found(head + "def f(p):\n    return torch.load(p).numpy()\n", TorchLoadWithoutMapLocation) == []
+    assert found(head + "def f(p):\n    return torch.load(p)\n", TorchLoadWithoutMapLocation) == [5]
+
+
+@pytest.mark.parametrize("cpu_sign, reported", [
+    ("feats = model(x).to('cpu')", False),  # a result taken off the device
+    ("out = lpips.LPIPS(use_gpu=False)", False),  # a callee's keyword
+    ("model = model.to('cpu')", True),  # the model itself on the CPU: a CPU path
+    ("out = lpips.LPIPS(use_gpu=args.use_gpu)", True),  # this script's own flag
+])
+def test_tdv201_cpu_path_is_a_choice_not_a_result_moved_off_the_device(cpu_sign, reported):
+    source = f"import lpips\nimport torch\nstate = torch.load(args.ckpt)\nmodel = build(state).to('cuda')\n{cpu_sign}\n"
+    assert found(source, TorchLoadWithoutMapLocation) == ([3] if reported else [])

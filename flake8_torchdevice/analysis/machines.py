@@ -3,7 +3,8 @@
 A load without ``map_location`` fails only on a machine without the GPU that saved
 the file. Whether the code meets such a machine is written in it: a device fallback
 (``"cuda" if torch.cuda.is_available() else "cpu"``), a ``"cpu"`` device or option, a
-``--no-cuda`` flag (a CPU path); several GPUs chosen per process (``LOCAL_RANK``,
+``--no-cuda`` flag (a CPU path; a result moved to the CPU, ``feat.to("cpu")``, or a
+flag named only as a keyword of a call, ``use_gpu=...``, is none); several GPUs chosen per process (``LOCAL_RANK``,
 ``gpu_id``, ``DistributedDataParallel``, ``set_device``), where each rank would load
 onto the GPU that saved the file; or a requirement of CUDA (``assert
 torch.cuda.is_available()``), which rules the CPU path out.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from .code import string_value
+from .devices import device_argument, is_module_receiver
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 _RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
@@ -46,18 +48,23 @@ class MachineEvidence:
         # (and the fix writes ``map_location="cpu"``: a fixed load must not become evidence).
         self._locations: set[int] = set()  # ids of map_location arguments
         self._in_location = 0
+        # ``feat.to("cpu")`` takes a result off the device, ``f(use_gpu=...)`` names a callee's
+        # parameter: neither is a CPU path of this code.
+        self._not_evidence: set[int] = set()  # ids of such strings and keyword names
 
     def _is_location(self, node: cst.Arg) -> bool:
         return id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
 
     def visit_Arg(self, node: cst.Arg) -> None:
         self._in_location += self._is_location(node)
+        if node.keyword is not None:
+            self._not_evidence.add(id(node.keyword))
 
     def leave_Arg(self, node: cst.Arg) -> None:
         self._in_location -= self._is_location(node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if self._in_location:
+        if self._in_location or id(node) in self._not_evidence:
             return
         if is_cpu_string(node):
             self.has_cpu_path = True
@@ -66,6 +73,8 @@ class MachineEvidence:
 
     def visit_Name(self, node: cst.Name) -> None:
         # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.gpu_id``.
+        if id(node) in self._not_evidence:
+            return
         if node.value in _CPU_FLAGS:
             self.has_cpu_path = True
         elif node.value in _RANK_WORDS:
@@ -85,6 +94,11 @@ class MachineEvidence:
         positional = [arg for arg in call.args if arg.keyword is None]
         if name.endswith(".load") and len(positional) > 1:  # torch.load(f, "cpu")
             self._locations.add(id(positional[1]))
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" \
+                and not is_module_receiver(call, statement=False):
+            target = device_argument(call)
+            if target is not None and is_cpu_string(target):
+                self._not_evidence.add(id(target))  # ``feat.to("cpu")``: a result taken off the device
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":

@@ -26,7 +26,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     neither as a keyword nor as the second positional argument, where the code can meet a
     machine without the GPU that saved the file. It can when the module has a CPU path (a
     device fallback such as `"cuda" if torch.cuda.is_available() else "cpu"`, a `"cpu"`
-    device or option, a `no_cuda` / `use_cuda` flag), when it runs one process per GPU
+    device or option, a `no_cuda` / `use_cuda` flag; not a result taken off the device,
+    `feat.to("cpu")`, nor a callee's keyword, `f(use_gpu=...)`), when it runs one process per GPU
     (`LOCAL_RANK`, `gpu_id`, `device_ids`, `DistributedDataParallel`, `set_device`: every
     rank would load onto the GPU that saved the file), or when the load is a function's
     and its path comes from the caller (a library loading a user's checkpoint).
@@ -73,6 +74,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
       code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
       (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
+    - package data: a path built from `__file__` (`os.path.join(os.path.dirname(__file__), "data/pnet.pt")`, also
+      through a name bound to one), a file shipped with the code so that it loads wherever the package runs;
+    - `torch.load(f).numpy()`: the file holds CPU tensors (a CUDA one would fail at `.numpy()` anyway);
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
       `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
     - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
@@ -107,7 +111,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     FIX = "safe"
     NEEDS = {"load"}
     # The module's CPU path or GPUs per process, and the files it saves, anywhere in it.
-    READS = machines.READS | {"save", ".cuda"}
+    READS = machines.READS | {"save", ".cuda", "__file__"}
     SCOPE = CLASS  # a data class's own writer may be another method
 
     def __init__(self, context) -> None:
@@ -126,6 +130,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         # CUDA test? Then it is GPU code, whatever CPU path the module has.
         self._needs: list[_GpuNeed] = [_GpuNeed()]
         self._cuda_tests = 0  # open ``if``/conditional expressions that test for CUDA
+        # Per scope (the module's first): names bound to a path beside this file
+        # (``os.path.join(os.path.dirname(__file__), "data/pnet.pt")``): package data.
+        self._packaged: list[set[str]] = [set()]
+        self._numpy_loads: set[int] = set()  # ids of loads whose result goes straight to .numpy()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = [last_name(arg.value) for arg in node.bases]
@@ -146,12 +154,14 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self._functions.append(node.name.value)
         self._params.append(set(param_names(node.params)) - {"self", "cls"})
         self._needs.append(_GpuNeed())
+        self._packaged.append(set())
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._functions.pop()
         self._params.pop()
         self._needs.pop()
+        self._packaged.pop()
 
     def leave_Module(self, node: cst.Module) -> None:
         # Only now is the whole module known: does it meet machines without the saving GPU?
@@ -165,11 +175,17 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # A path built from the caller's arguments (``weights = PATTERN.format(epoch=epoch)``)
-        # is the caller's too.
+        # is the caller's too; one built from ``__file__`` is the package's.
+        targets = [target.target.value for target in node.targets if isinstance(target.target, cst.Name)]
         if self._params and self._mentions_params(node.value):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    self._params[-1].add(target.target.value)
+            self._params[-1].update(targets)
+        if self._is_packaged(node.value):
+            self._packaged[-1].update(targets)
+
+    def _is_packaged(self, expr: cst.BaseExpression) -> bool:
+        """Is ``expr`` a path beside this source file (``__file__``, or a name bound from it)?"""
+        names = {name for scope in self._packaged for name in scope} | {"__file__"}
+        return any(isinstance(n, cst.Name) and n.value in names for n in subtree(expr))
 
     def _mentions_params(self, expr: cst.BaseExpression) -> bool:
         params = self._params[-1]
@@ -200,6 +216,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self.note_machine_call(node)
         if len(self._needs) > 1 and not self._cuda_tests and _is_method(node, "cuda"):
             self._needs[-1].gpu = True
+        if _is_method(node, "numpy") and isinstance(node.func.value, cst.Call):
+            self._numpy_loads.add(id(node.func.value))  # visited before the load it reads
         name = self.names.qualify(node.func)
         if name in TORCH_SAVES:
             self.note_save(node, position=1)
@@ -216,7 +234,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
             return
         if self._in_cuda_body:
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``
+        if id(node) in self._numpy_loads:
+            return  # ``torch.load(f).numpy()``: a CPU tensor (a CUDA one fails at .numpy() anyway)
         path = argument(node, 0, "f")
+        if path is not None and self._is_packaged(path.value):
+            return  # package data beside this file: shipped so that it loads wherever the package runs
         names = _file_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)

@@ -59,6 +59,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       checkpoint's entries;
     - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
       on purpose (`lengths` for `pack_padded_sequence`);
+    - the targets and lengths of a CTC loss (`nn.CTCLoss`, `F.ctc_loss`, or any loss called with four positional
+      arguments: log-probabilities, targets, input lengths, target lengths), which CTC takes on the CPU too (cuDNN's
+      CTC requires CPU lengths);
     - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`,
       `if not torch.cuda.is_available()`, the `else` of a CUDA check);
     - a factory without `device=` meeting a function's input that the function did not move: TDV502 (opt-in)

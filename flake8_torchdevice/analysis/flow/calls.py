@@ -46,7 +46,9 @@ class Calls:
         if qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
             for arg in call.args:
                 self.ev(arg.value, env)
-            return Value(LOSS, call.func)
+            loss = Value(LOSS, call.func)
+            loss.ctc = qualified.endswith(".CTCLoss")
+            return loss
         if _is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:
@@ -63,9 +65,12 @@ class Calls:
         if helped is not None and callee is None:
             return helped
         if callee is not None and callee.kind in (PLACED, MOVED):
+            if _is_ctc(callee):  # ``criterion = nn.CTCLoss().to(device)``
+                return placed_result([v for _, v in args])
             return self.module_call(call, callee, args)
         if callee is not None and callee.kind == LOSS or "loss" in name.lower() or "criterion" in name.lower():
-            self.combine_all(call, [v for _, v in args])
+            if not _ctc_shaped(call, callee):
+                self.combine_all(call, [v for _, v in args])
             return placed_result([v for _, v in args])
         if isinstance(call.func, cst.Name) and name in getattr(self.names, "_classes", {}):
             return Value(OBJECT, name, local=True)  # an instance of a class of this file
@@ -152,7 +157,9 @@ class Calls:
             zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
             return Value(CPU, call, zero=zero)
         label = call.func.value if receiver is None or receiver.kind != PLACED else receiver.label
-        return Value(PLACED, label, local=local, param=param)
+        moved = Value(PLACED, label, local=local, param=param)
+        moved.ctc = receiver is not None and receiver.ctc  # ``nn.CTCLoss().to(device)``
+        return moved
 
     def destination(self, call: cst.Call, args, env: dict) -> Optional[str]:
         """``CPU``, ``PLACED`` or None (a dtype, another tensor's device unknown)."""
@@ -219,7 +226,9 @@ class Calls:
         values = []
         for arg in call.args:
             values.extend(self.flat(arg.value, env))
-        if qualified in COMBINE_FUNCS or qualified.startswith("torch.nn.functional."):
+        if qualified in CTC_FUNCTIONS:
+            pass  # CTC takes its targets and lengths on the CPU too
+        elif qualified in COMBINE_FUNCS or qualified.startswith("torch.nn.functional."):
             self.combine_all(call, values)
         if qualified.startswith("torch.autograd.") and qualified.endswith("Variable") and values:
             return values[0]  # Variable(x) wraps x where it lives
@@ -239,6 +248,23 @@ class Calls:
         for i, a in enumerate(values):
             for b in values[i + 1:]:
                 self.meet(node, a, b)
+
+
+# CTC takes its targets and lengths on the CPU as well as on the device of the
+# log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
+CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def _is_ctc(callee: Optional[Value]) -> bool:
+    """An ``nn.CTCLoss``, moved or not."""
+    return callee is not None and callee.ctc
+
+
+def _ctc_shaped(call: cst.Call, callee: Optional[Value]) -> bool:
+    """A CTC loss call: a CTC loss, or any loss called with four positional
+    arguments (log_probs, targets, input_lengths, target_lengths): no other loss
+    of torch takes four tensors."""
+    return _is_ctc(callee) or sum(arg.keyword is None and not arg.star for arg in call.args) == 4
 
 
 def _batch_helper(call: cst.Call, values: list) -> Optional[Value]:

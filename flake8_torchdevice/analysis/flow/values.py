@@ -13,7 +13,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 
 
 class Value:
-    __slots__ = ("kind", "_label", "zero", "factory", "param", "local", "loop", "evidence")
+    __slots__ = ("kind", "_label", "zero", "factory", "param", "local", "loop", "evidence", "ctc")
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
         self.kind = kind
@@ -24,6 +24,7 @@ class Value:
         self.local = local  # a module of a class defined in this file (its forward may move inputs)
         self.loop = loop  # the loader loop of a SIBLING / BATCH
         self.evidence = False  # a SIBLING used as a tensor
+        self.ctc = False  # a CTC loss: its targets and lengths may stay on the CPU
 
     @property
     def label(self) -> str:
@@ -35,6 +36,7 @@ class Value:
         copy = Value(kind or self.kind, self._label if label is None else label,
                      self.zero if zero is None else zero, self.factory, self.param, self.local, self.loop)
         copy.evidence = self.evidence
+        copy.ctc = self.ctc
         return copy
 
 
