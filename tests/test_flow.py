@@ -87,3 +87,20 @@ def test_ctc_targets_and_lengths_may_stay_on_the_cpu():
     other = source.replace("nn.CTCLoss()", "nn.CrossEntropyLoss()").replace(
         "criterion(preds, text, counts, length)", "criterion(preds, counts)")
     assert codes(other) == [("TDV601", 11)]
+
+
+def test_a_placed_reduction_taken_to_the_cpu_is_a_zero_dim_tensor():
+    """``norm.cpu()`` of ``x.norm()`` (also through ``clamp``) mixes with the device legally;
+    the same division by a CPU vector does not."""
+    source = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "def scale(w):\n"
+        "    up = w.to(device)\n"
+        "    norm = up.norm().clamp(min=0.5)\n"
+        "    desired = torch.clamp(norm, max=1.0)\n"
+        "    ratio = desired.cpu() / norm.cpu()\n"
+        "    return up.norm() * ratio\n"
+    )
+    assert codes(source) == []
+    vector = source.replace("    return up.norm() * ratio\n", "    return up.norm() * torch.ones(3)\n")
+    assert codes(vector) == [("TDV601", 10)]

@@ -153,3 +153,17 @@ def test_tdv201_package_data_and_numpy_reads_hold_cpu_tensors():
 def test_tdv201_cpu_path_is_a_choice_not_a_result_moved_off_the_device(cpu_sign, reported):
     source = f"import lpips\nimport torch\nstate = torch.load(args.ckpt)\nmodel = build(state).to('cuda')\n{cpu_sign}\n"
     assert found(source, TorchLoadWithoutMapLocation) == ([3] if reported else [])
+
+
+@pytest.mark.parametrize("load, reported", [
+    ("lr_scheduler.load_state_dict(torch.load(p))", False),  # numbers only
+    ("self.scaler.load_state_dict(torch.load(p))", False),
+    ("state = torch.load(rng_file)", False),  # generator states are CPU tensors
+    ("optimizer.load_state_dict(torch.load(p))", True),  # moments on the parameters' device
+    ("model.load_state_dict(torch.load(p))", True),
+    ("state = torch.load(strong_file)", True),  # 'rng' only as a word
+])
+def test_tdv201_state_without_device_tensors(load, reported):
+    source = "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+    source += f"def resume(p, rng_file, strong_file):\n    {load}\n"
+    assert found(source, TorchLoadWithoutMapLocation) == ([5] if reported else [])

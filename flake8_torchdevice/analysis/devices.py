@@ -135,6 +135,7 @@ class DeviceScope:
     bindings: dict = field(default_factory=dict)  # device-like name -> [is a literal CUDA device]
     literal_cuda: list = field(default_factory=list)  # unguarded placements on literal CUDA (names: to resolve)
     moves: list = field(default_factory=list)  # (module receiver, follows a value, target name or None)
+    offloads: bool = False  # moves a module back with .cpu(): it places its modules by hand
 
     def literal(self, name: str) -> bool:
         """Is every binding of ``name`` seen from here a literal CUDA device

@@ -61,6 +61,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
       that forwards to `super().cuda()`), `load_module_gpu`;
     - in a function (or module-level code) that places something on the literal CUDA device
       unguarded (`x.to("cuda")`, `torch.zeros(3, device="cuda")`): it needs CUDA anyway;
+    - in a function that also moves a module back with `.cpu()` (`self.vae.cpu()`): it
+      offloads modules between the GPU and the CPU by hand (a low-memory mode), GPU-only;
     - inside `with pytest.raises(...)` / `with self.assertRaises(...)` (written to fail);
     - in a test module whose tests skip without a GPU (it has a decorator such as
       `@skip_if_no_gpu` or `@unittest.skipIf(not torch.cuda.is_available(), ...)`): inside
@@ -247,6 +249,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             return
         if func.attr.value == "cuda":
             self._note_cuda(node)
+        elif func.attr.value == "cpu" and is_module_receiver(node, self.is_statement(node)):
+            self.device_scope.offloads = True  # ``self.first_stage_model.cpu()``: offloading by hand
         elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names):
             self._main_chooses = True
 
@@ -273,8 +277,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         super().leave_Module(node)
         # Only now is the whole module known: its device choices and bindings.
         for call in self._cuda_calls:
-            if id(call.node) in self._collective_inputs or call.scope.cuda_bound():
-                continue  # NCCL wants the current GPU; a scope placing on literal CUDA needs it anyway
+            if id(call.node) in self._collective_inputs or call.scope.cuda_bound() or call.scope.offloads:
+                # NCCL wants the current GPU; a scope placing on literal CUDA needs it anyway; one
+                # that moves modules to .cuda() and back with .cpu() offloads by hand, GPU-only
+                continue
             if id(call.scope) in self._checked:  # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``
                 message = self.BESIDE_CHECK
             elif call.named or not self.choice_for(call.module):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from .._lazy import cst
@@ -77,6 +78,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     - package data: a path built from `__file__` (`os.path.join(os.path.dirname(__file__), "data/pnet.pt")`, also
       through a name bound to one), a file shipped with the code so that it loads wherever the package runs;
     - `torch.load(f).numpy()`: the file holds CPU tensors (a CUDA one would fail at `.numpy()` anyway);
+    - state that holds no device tensor: a load handed straight to a scheduler's or a GradScaler's `load_state_dict`
+      (`lr_scheduler.load_state_dict(torch.load(f))`: numbers only), and a path that names RNG state (`rng_file`,
+      `"rng_state.pth"`: generator states, CUDA's included, are CPU tensors);
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
       `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
     - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
@@ -133,7 +137,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         # Per scope (the module's first): names bound to a path beside this file
         # (``os.path.join(os.path.dirname(__file__), "data/pnet.pt")``): package data.
         self._packaged: list[set[str]] = [set()]
-        self._numpy_loads: set[int] = set()  # ids of loads whose result goes straight to .numpy()
+        # ids of loads whose result holds no device tensor: read straight into ``.numpy()``, or
+        # into a scheduler's or a GradScaler's ``load_state_dict`` (numbers only)
+        self._tensorless_loads: set[int] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = [last_name(arg.value) for arg in node.bases]
@@ -217,7 +223,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         if len(self._needs) > 1 and not self._cuda_tests and _is_method(node, "cuda"):
             self._needs[-1].gpu = True
         if _is_method(node, "numpy") and isinstance(node.func.value, cst.Call):
-            self._numpy_loads.add(id(node.func.value))  # visited before the load it reads
+            self._tensorless_loads.add(id(node.func.value))  # visited before the load it reads
+        if _is_method(node, "load_state_dict") and _NUMBERS_ONLY.search(last_name(node.func.value) or "") \
+                and node.args and isinstance(node.args[0].value, cst.Call):
+            self._tensorless_loads.add(id(node.args[0].value))  # ``scheduler.load_state_dict(torch.load(f))``
         name = self.names.qualify(node.func)
         if name in TORCH_SAVES:
             self.note_save(node, position=1)
@@ -234,11 +243,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
             return
         if self._in_cuda_body:
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``
-        if id(node) in self._numpy_loads:
-            return  # ``torch.load(f).numpy()``: a CPU tensor (a CUDA one fails at .numpy() anyway)
+        if id(node) in self._tensorless_loads:
+            return  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
         path = argument(node, 0, "f")
         if path is not None and self._is_packaged(path.value):
             return  # package data beside this file: shipped so that it loads wherever the package runs
+        if path is not None and _names_rng_state(path.value):
+            return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
         names = _file_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
@@ -262,6 +273,20 @@ def _is_cpu_value(expr: cst.BaseExpression) -> bool:
 def _file_names(expr: cst.BaseExpression) -> set[str]:
     """The string literals of a path expression that name a file (``"trainfeat.pth"``)."""
     return {text for node in subtree(expr) if (text := string_value(node)) and "." in text.strip("./")}
+
+
+# Holders of state that is numbers only: LR schedulers and GradScalers (``lr_scheduler``, ``scaler``).
+_NUMBERS_ONLY = re.compile(r"sched|scaler", re.I)
+
+
+def _names_rng_state(path: cst.BaseExpression) -> bool:
+    """A path that names RNG state (``rng_file``, ``"rng_state.pth"``): torch's, NumPy's and
+    CUDA's generator states are all CPU tensors or numbers."""
+    for node in subtree(path):
+        text = node.value if isinstance(node, cst.Name) else string_value(node)
+        if text and re.search(r"(?:^|[^a-z])rng(?:[^a-z]|$)", text, re.I):
+            return True
+    return False
 
 
 def _is_method(call: cst.Call, name: str) -> bool:

@@ -133,7 +133,8 @@ class Calls:
                 self.meet(call, receiver, value)
         if method not in KEEPING_METHODS:
             return None
-        if receiver.kind == CPU and method in REDUCTIONS and not call.args:
+        if method in REDUCTIONS and not call.args:
+            # ``x.norm()`` is 0-dim wherever it lives; its ``.cpu()`` mixes with the device legally.
             return receiver.derived(zero=True)
         return receiver
 
@@ -233,7 +234,9 @@ class Calls:
         if qualified.startswith("torch.autograd.") and qualified.endswith("Variable") and values:
             return values[0]  # Variable(x) wraps x where it lives
         if any(v is not None and v.kind == PLACED for v in values):
-            return placed_result(values)
+            result = placed_result(values)
+            result.zero = _keeps_zero_dim(call, qualified, values)
+            return result
         cpu = [v for v in values if v is not None and v.kind == CPU]
         if cpu and len(cpu) == len(values):
             return Value(CPU, cpu[0].label, zero=all(v.zero for v in cpu), factory=cpu[0].factory)
@@ -253,6 +256,17 @@ class Calls:
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def _keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:
+    """``torch.clamp(norm, max=m)``: an elementwise function of one 0-dim tensor
+    (its keywords are bounds, not operands) is 0-dim too."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    first = values[0] if values else None
+    return (
+        len(positional) == 1 and first is not None and first.zero
+        and qualified.rpartition(".")[2] in KEEPING_METHODS
+    )
 
 
 def _is_ctc(callee: Optional[Value]) -> bool:
