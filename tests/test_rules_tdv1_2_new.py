@@ -167,3 +167,29 @@ def test_tdv201_state_without_device_tensors(load, reported):
     source = "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
     source += f"def resume(p, rng_file, strong_file):\n    {load}\n"
     assert found(source, TorchLoadWithoutMapLocation) == ([5] if reported else [])
+
+
+def test_tdv201_a_branch_on_a_cuda_flag_is_a_cpu_path():
+    """``if opt.cuda:`` runs the script on the CPU when the flag is off: a load of a GPU
+    checkpoint there fails. An ``assert`` of CUDA requires it instead."""
+    script = "import torch\nmodel = torch.load(opt.model)\nif opt.cuda:\n    model = model.cuda()\n"
+    assert found(script, TorchLoadWithoutMapLocation) == [2]
+    assert found(script.replace("if opt.cuda:\n    model = model.cuda()\n", "x = 1\n"),
+                 TorchLoadWithoutMapLocation) == []
+    assert found("import torch\nassert torch.cuda.is_available() or opt.cuda\nmodel = torch.load(opt.model)\n",
+                 TorchLoadWithoutMapLocation) == []
+
+
+def test_tdv201_a_load_in_the_body_of_a_cuda_flag_runs_where_cuda_is():
+    source = (
+        "import torch\n"
+        "if args.cuda:\n"
+        "    checkpoint = torch.load(name)\n"
+        "else:\n"
+        "    checkpoint = torch.load(name, map_location=lambda storage, loc: storage)\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == []
+    assert found(source.replace("if args.cuda:", "if args.cuda > 0:"), TorchLoadWithoutMapLocation) == []
+    # A negated flag's body is the CPU branch; so is the branch without a chosen GPU.
+    assert found(source.replace("if args.cuda:", "if not args.cuda:"), TorchLoadWithoutMapLocation) == [3]
+    assert found(source.replace("if args.cuda:", "if args.gpu is None:"), TorchLoadWithoutMapLocation) == [3]

@@ -23,7 +23,7 @@ from ..names import NameResolver, full_name
 from .code import argument, last_name, string_value, subtree
 
 # Identifiers that name CUDA or a GPU: ``use_cuda``, ``args.gpu``, ``TEST_CUDA``.
-_CUDA_WORD = re.compile(r"cuda|gpu", re.I)
+CUDA_WORD = re.compile(r"cuda|gpu", re.I)
 # Words of the module-level and class-level statements that guard what
 # follows (early exits, skips, marks, a chosen GPU): the engine always parses
 # the statements holding them, so that every rule sees its file's guards.
@@ -88,7 +88,7 @@ def is_cuda_test(expr: cst.CSTNode) -> bool:
             return True
         # Attribute parts are Name nodes too: ``torch.cuda.is_available``,
         # ``x.is_cuda``, ``args.cuda``, ``use_gpu``.
-        if isinstance(node, cst.Name) and _CUDA_WORD.search(node.value):
+        if isinstance(node, cst.Name) and CUDA_WORD.search(node.value):
             return True
     return False
 
@@ -175,9 +175,9 @@ def speaks_of_cuda(expr: cst.CSTNode) -> bool:
     """Does a name or string in ``expr`` say cuda or gpu?"""
     for node in subtree(expr):
         if isinstance(node, cst.Name):
-            if _CUDA_WORD.search(node.value):
+            if CUDA_WORD.search(node.value):
                 return True
-        elif isinstance(node, (cst.SimpleString, cst.FormattedStringText)) and _CUDA_WORD.search(node.value):
+        elif isinstance(node, (cst.SimpleString, cst.FormattedStringText)) and CUDA_WORD.search(node.value):
             return True
     return False
 
@@ -271,7 +271,7 @@ class CudaGuards:
     # -- definitions -------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._push(
-            bool(_CUDA_WORD.search(node.name.value))  # ``def cuda``, ``load_module_gpu``: CUDA by its name
+            bool(CUDA_WORD.search(node.name.value))  # ``def cuda``, ``load_module_gpu``: CUDA by its name
             or any(is_cuda_skip_decorator(d) for d in node.decorators)
             or is_test_code(node.name.value, self.context.is_test)
         )

@@ -1,13 +1,14 @@
 """Which machines a module can run on, as its own code says (TDV201's evidence).
 
 A load without ``map_location`` fails only on a machine without the GPU that saved
-the file. Whether the code meets such a machine is written in it: a device fallback
-(``"cuda" if torch.cuda.is_available() else "cpu"``), a ``"cpu"`` device or option, a
-``--no-cuda`` flag (a CPU path; a result moved to the CPU, ``feat.to("cpu")``, or a
-flag named only as a keyword of a call, ``use_gpu=...``, is none); several GPUs chosen per process (``LOCAL_RANK``,
-``gpu_id``, ``DistributedDataParallel``, ``set_device``), where each rank would load
-onto the GPU that saved the file; or a requirement of CUDA (``assert
-torch.cuda.is_available()``), which rules the CPU path out.
+the file. Whether the code meets such a machine is written in it: a CPU path (a device
+fallback, ``"cuda" if torch.cuda.is_available() else "cpu"``; a ``"cpu"`` device or
+option; a ``--no-cuda`` flag; a branch on a CUDA flag, ``if opt.cuda:``), but not a
+result moved to the CPU (``feat.to("cpu")``) nor a flag named only as a callee's
+keyword (``use_gpu=...``); several GPUs chosen per process (``LOCAL_RANK``, ``gpu_id``,
+``DistributedDataParallel``, ``set_device``), where each rank would load onto the GPU
+that saved the file; or a requirement of CUDA (``assert torch.cuda.is_available()``),
+which rules the CPU path out.
 
 ``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk;
 read it in ``leave_Module``. Every node it notes holds one of ``READS`` (a rule using
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from .code import string_value
+from .guards import is_cuda_test
 from .devices import device_argument, is_module_receiver
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
@@ -26,7 +28,9 @@ _MULTI_GPU_CALLS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
     "torch.cuda.set_device",
 })
-READS = frozenset({"cpu", "is_available", "DistributedDataParallel", "set_device"} | _CPU_FLAGS | _RANK_WORDS)
+READS = frozenset(
+    {"cpu", "is_available", "DistributedDataParallel", "set_device", "*cuda", "*gpu"} | _CPU_FLAGS | _RANK_WORDS
+)
 
 
 def is_cpu_string(node: cst.CSTNode) -> bool:
@@ -87,6 +91,13 @@ class MachineEvidence:
 
     def leave_Assert(self, node: cst.Assert) -> None:
         self._asserts -= 1
+
+    def note_machine_test(self, test: cst.BaseExpression) -> None:
+        """Call from the rule's ``visit_If`` / ``visit_IfExp``: a branch on CUDA (``if opt.cuda:``,
+        ``if torch.cuda.is_available():``) means the code also runs with it off, on the CPU.
+        Not under ``assert``: that requires CUDA."""
+        if not self._asserts and is_cuda_test(test):
+            self.has_cpu_path = True
 
     def note_machine_call(self, call: cst.Call) -> None:
         """Call from the rule's ``visit_Call`` for every call."""

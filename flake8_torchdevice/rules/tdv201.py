@@ -10,7 +10,7 @@ from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.function_inputs import is_data_class_name
-from ..analysis.guards import is_cuda_test, is_test_code
+from ..analysis.guards import CUDA_WORD, availability_test, is_cuda_test, is_no_cuda_test, is_test_code
 from ..analysis.machines import MachineEvidence
 from ..rule import CLASS, Rule
 
@@ -27,7 +27,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     neither as a keyword nor as the second positional argument, where the code can meet a
     machine without the GPU that saved the file. It can when the module has a CPU path (a
     device fallback such as `"cuda" if torch.cuda.is_available() else "cpu"`, a `"cpu"`
-    device or option, a `no_cuda` / `use_cuda` flag; not a result taken off the device,
+    device or option, a `no_cuda` / `use_cuda` flag, a branch on a CUDA flag such as `if
+    opt.cuda:`; not a result taken off the device,
     `feat.to("cpu")`, nor a callee's keyword, `f(use_gpu=...)`), when it runs one process per GPU
     (`LOCAL_RANK`, `gpu_id`, `device_ids`, `DistributedDataParallel`, `set_device`: every
     rank would load onto the GPU that saved the file), or when the load is a function's
@@ -70,7 +71,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
-    - a load in the body of `if torch.cuda.is_available():` (its `else` loads with `map_location`, as a rule);
+    - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`): it runs where CUDA is
+      (its `else` loads with `map_location`, as a rule);
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights): GPU
       code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
       (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
@@ -199,15 +201,17 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
 
     def visit_If(self, node: cst.If) -> None:
         test = node.test
-        if isinstance(test, cst.Call) and self.names.qualify(test.func) == "torch.cuda.is_available":
-            self._cuda_bodies.add(id(node.body))
+        if _runs_where_cuda_is(test, self.names):
+            self._cuda_bodies.add(id(node.body))  # ``if torch.cuda.is_available():``, ``if args.cuda:``
         self._cuda_tests += is_cuda_test(test)
+        self.note_machine_test(test)
 
     def leave_If(self, node: cst.If) -> None:
         self._cuda_tests -= is_cuda_test(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._cuda_tests += is_cuda_test(node.test)
+        self.note_machine_test(node.test)
 
     def leave_IfExp(self, node: cst.IfExp) -> None:
         self._cuda_tests -= is_cuda_test(node.test)
@@ -242,7 +246,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
             return
         if self._in_cuda_body:
-            return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``
+            return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
         if id(node) in self._tensorless_loads:
             return  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
         path = argument(node, 0, "f")
@@ -277,6 +281,24 @@ def _file_names(expr: cst.BaseExpression) -> set[str]:
 
 # Holders of state that is numbers only: LR schedulers and GradScalers (``lr_scheduler``, ``scaler``).
 _NUMBERS_ONLY = re.compile(r"sched|scaler", re.I)
+
+
+def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
+    """Does the body of ``if <test>:`` run only where CUDA is? An availability check
+    (``torch.cuda.is_available()``, ``args.gpu is not None``), a CUDA flag alone
+    (``args.cuda``, ``use_gpu``) or above zero (``args.cuda > 0``); not ``args.gpu is None``
+    (the branch without a chosen GPU, the CPU's among others) nor a negation."""
+    if is_no_cuda_test(test, names):
+        return False
+    if availability_test(test, names):
+        return True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        if not (isinstance(comparison.operator, cst.GreaterThan) and isinstance(comparison.comparator, cst.Integer)
+                and comparison.comparator.value == "0"):
+            return False
+        test = test.left
+    return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
 
 
 def _names_rng_state(path: cst.BaseExpression) -> bool:
