@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     p.add_argument("--diff", action="store_true", help="print the fixes as a diff; change nothing")
     p.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff, also apply unsafe fixes")
+    p.add_argument("--add-noqa", action="store_true",
+                   help="add '# noqa: TDVxxx' to every line with a finding (adopt new rules; .py files only)")
     p.add_argument("-j", "--jobs", type=_jobs, default=os.cpu_count() or 1,
                    help="parallel workers (default: all cores)")
     p.add_argument("--stdin-filename", default="stdin", help="name to report for - (a .ipynb name reads a notebook)")
@@ -84,7 +86,8 @@ def _settings(args) -> tuple[Options, files.Excluder]:
     for name, value in (("select", select or []), ("extend-select", extend_select), ("ignore", ignore)):
         config.check_codes(value, name)
     rules = config.enabled_rules(select, extend_select, ignore)
-    options = Options(tuple(r.CODE for r in rules), fix=args.fix, diff=args.diff, unsafe_fixes=args.unsafe_fixes)
+    options = Options(tuple(r.CODE for r in rules), fix=args.fix, diff=args.diff, unsafe_fixes=args.unsafe_fixes,
+                      add_noqa=args.add_noqa)
     cfg_excludes = [*(cfg.get("exclude") or []), *(cfg.get("extend-exclude") or [])]
     excluder = files.Excluder(cfg_excludes, cfg.base) if args.exclude is None else files.Excluder([], cfg.base)
     excluder.patterns += files.Excluder([*(args.exclude or []), *args.extend_exclude], Path.cwd()).patterns
@@ -96,6 +99,10 @@ def run(args) -> int:
         raise UsageError("--unsafe-fixes needs --fix or --diff")
     if args.paths.count("-") > 1:
         raise UsageError("- (stdin) given more than once")
+    if args.add_noqa and (args.fix or args.diff):
+        raise UsageError("--add-noqa cannot be combined with --fix or --diff")
+    if args.add_noqa and "-" in args.paths:
+        raise UsageError("--add-noqa edits files in place: it does not read - (stdin)")
     options, excluder = _settings(args)
     if args.statistics and args.format != "text":
         raise UsageError("--statistics works with --format text only")
@@ -167,6 +174,10 @@ def _emit(outcomes: list[Outcome], findings: list, args, notices: list, failed: 
     if fixed:
         count = sum(o.fixed for o in fixed)
         _say(f"fixed {count} finding{'s' * (count != 1)} in {len(fixed)} file{'s' * (len(fixed) != 1)}")
+    if args.add_noqa:
+        changed = [o for o in outcomes if o.noqa_added]
+        count = sum(o.noqa_added for o in changed)
+        _say(f"added # noqa to {count} line{'s' * (count != 1)} in {len(changed)} file{'s' * (len(changed) != 1)}")
 
 
 def _say(message: str) -> None:

@@ -34,6 +34,7 @@ class Options:
     fix: bool = False
     diff: bool = False
     unsafe_fixes: bool = False
+    add_noqa: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Outcome:
     fixed: int = 0
     diff: str = ""
     output: Optional[str] = None  # the (fixed) text, for stdin with --fix
+    noqa_added: int = 0  # lines given a ``# noqa`` by --add-noqa
 
 
 def lint_path(path: str, display: str, options: Options, data: Optional[bytes] = None) -> Outcome:
@@ -109,9 +111,23 @@ def _lint_python(path: str, data: bytes, outcome: Outcome, options: Options) -> 
             outcome.fixed = count
             outcome.problems.clear()
             violations = _violations(fixed_text, options, outcome)
+    if options.add_noqa and violations:
+        violations = _add_noqa(path, source, violations, outcome, options)
     if options.fix and path == "-":
         outcome.output = source.text
     outcome.findings = [_finding(outcome.path, v, None, v.line, options) for v in violations]
+
+
+def _add_noqa(path: str, source: files.SourceFile, violations: list, outcome: Outcome, options: Options) -> list:
+    """Write ``# noqa`` for each finding; what is still reported afterwards (nothing,
+    unless the file could not be written)."""
+    from .addnoqa import add_noqa
+
+    text, changed = add_noqa(source.text, [(v.line, v.code) for v in violations])
+    if not changed or not _write(path, files.SourceFile(text, source.encoding), outcome):
+        return violations
+    outcome.noqa_added = changed
+    return _violations(text, options, outcome)
 
 
 def _write(path: str, source: files.SourceFile, outcome: Outcome) -> bool:
@@ -128,6 +144,8 @@ def _write(path: str, source: files.SourceFile, outcome: Outcome) -> bool:
 
 
 def _lint_notebook(path: str, data: bytes, outcome: Outcome, options: Options) -> None:
+    if options.add_noqa:  # a cell's comment is a cell edit: not done, its findings are reported
+        options = dataclasses.replace(options, add_noqa=False)
     source = files.decode(data, outcome.path)
     if (options.fix or options.diff) and _fix_notebook(path, source, outcome, options):
         options = dataclasses.replace(options, fix=False, diff=False)  # report what is left
