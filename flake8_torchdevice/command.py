@@ -70,6 +70,10 @@ def execute(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if argv[:1] == ["rule"]:  # a file named "rule" is linted as ./rule
             return show_rule(argv[1:])
+        if argv[:1] == ["server"]:  # likewise ./server
+            from .server import serve
+
+            return serve(argv[1:])
         return run(build_parser().parse_args(argv))
     except (UsageError, config.ConfigError) as exc:
         _say(f"error: {exc}")
@@ -79,13 +83,7 @@ def execute(argv: Optional[Sequence[str]] = None) -> int:
 def _settings(args) -> tuple[Options, files.Excluder]:
     path = args.config or (None if args.isolated else config.find_pyproject(Path.cwd()))
     cfg = config.load(path)
-    select = args.select if args.select is not None else cfg.get("select")
-    ignore = args.ignore if args.ignore is not None else (cfg.get("ignore") or [])
-    extend_select = [*(cfg.get("extend-select") or []), *args.extend_select]
-    ignore = [*ignore, *(cfg.get("extend-ignore") or []), *args.extend_ignore]
-    for name, value in (("select", select or []), ("extend-select", extend_select), ("ignore", ignore)):
-        config.check_codes(value, name)
-    rules = config.enabled_rules(select, extend_select, ignore)
+    rules = config.selected_rules(cfg, args.select, args.ignore, args.extend_select, args.extend_ignore)
     options = Options(tuple(r.CODE for r in rules), fix=args.fix, diff=args.diff, unsafe_fixes=args.unsafe_fixes,
                       add_noqa=args.add_noqa)
     cfg_excludes = [*(cfg.get("exclude") or []), *(cfg.get("extend-exclude") or [])]

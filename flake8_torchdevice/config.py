@@ -124,5 +124,16 @@ def is_enabled(rule: type[Rule], select: Optional[Sequence[str]], extend_select:
     return flake8_decision(rule, select, extend_select, ignore)
 
 
+def selected_rules(cfg: Config, select=None, ignore=None, extend_select=(), extend_ignore=()) -> tuple[type[Rule], ...]:
+    """The rules a run enables: the command line's choices over ``[tool.torchdevice]``'s."""
+    select = select if select is not None else cfg.get("select")
+    ignore = ignore if ignore is not None else (cfg.get("ignore") or [])
+    extend_select = [*(cfg.get("extend-select") or []), *extend_select]
+    ignore = [*ignore, *(cfg.get("extend-ignore") or []), *extend_ignore]
+    for name, value in (("select", select or []), ("extend-select", extend_select), ("ignore", ignore)):
+        check_codes(value, name)
+    return enabled_rules(select, extend_select, ignore)
+
+
 def enabled_rules(select, extend_select, ignore) -> tuple[type[Rule], ...]:
     return tuple(rule for rule in ALL_RULES if is_enabled(rule, select, extend_select, ignore))

@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the package's own dependency
+    import tomli as tomllib
+
 from cli_support import BAD
 from fixture_cases import ROOT, all_cases
 from flake8_torchdevice.rules import ALL_RULES
@@ -65,6 +70,7 @@ CHECKED_ELSEWHERE = {
     "python -m flake8_torchdevice.ruletable --write": "test_docs.py: the table it writes is current",
     "tox": "test_tox.py: its configuration; it runs this suite once per Python",
     "pip install .": "test_wheel.py: the wheel built from this source, installed in a fresh venv",
+    "pip install 'flake8-torchdevice[lsp]'": "test_wheel.py: the wheel installed with its lsp extra runs the server",
 }
 OPT_IN = {rule.CODE for rule in ALL_RULES if not rule.DEFAULT_ENABLED}
 FINDING = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):\d+: (?P<code>TDV\d+) ", re.M)
@@ -217,3 +223,31 @@ def test_the_api_example_fixes_only_the_unsilenced_finding():
     assert fixed.splitlines()[2] == 'state = torch.load("ckpt.pt", map_location="cpu")'
     assert fixed.splitlines()[3] == source.splitlines()[3]
     assert fix_source(source, check_source(source)).count('map_location="cpu"') == 2  # what was asked
+
+
+def _editor_commands() -> dict:
+    """The command each editor snippet of the language-server section starts."""
+    section = "## Language server: `torchdevice server`"
+    vscode = json.loads(_blocks(section, "json")[0])
+    helix = tomllib.loads(_blocks(section, "toml")[0])["language-server"]["torchdevice"]
+    lua = re.search(r"cmd = \{ (.*?) \}", _blocks(section, "lua")[0]).group(1)
+    elisp = re.search(r'\. \((.*?)\)\)\)', _blocks(section, "elisp")[0]).group(1)
+    return {
+        "vscode": [vscode["glspc.server.command"], *vscode["glspc.server.commandArguments"]],
+        "helix": [helix["command"], *helix["args"]],
+        "neovim": re.findall(r'"([^"]+)"', lua),
+        "emacs": re.findall(r'"([^"]+)"', elisp),
+    }
+
+
+def test_every_editor_snippet_starts_the_language_server(tmp_path):
+    pytest.importorskip("pygls")
+    from lsp_support import Client
+
+    commands = _editor_commands()
+    assert set(commands) == {"vscode", "helix", "neovim", "emacs"}
+    for editor, argv in commands.items():
+        assert argv == ["torchdevice", "server"], editor
+    client = Client(tmp_path, command=[str(Path(sys.executable).parent / "torchdevice")])  # + "server"
+    assert "codeActionProvider" in client.initialize(tmp_path)["capabilities"]
+    assert client.shutdown() == 0

@@ -78,3 +78,31 @@ def test_the_wheel_brings_no_torch(installed, tmp_path):
     result = run([bin_dir / "python", "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
                  cwd=tmp_path)
     assert result.stdout.strip() == "True", result.stdout + result.stderr
+
+
+def test_the_language_server_from_the_wheel_with_its_extra(installed, tmp_path):
+    """``pip install 'flake8-torchdevice[lsp]'``: ``torchdevice server`` answers an editor."""
+    from lsp_support import Client
+
+    bin_dir, wheel = installed
+    extra = run([bin_dir / "python", "-m", "pip", "install", f"{wheel}[lsp]"], cwd=tmp_path)
+    assert extra.returncode == 0, extra.stdout + extra.stderr
+    client = Client(tmp_path, command=[str(bin_dir / "torchdevice")])
+    try:
+        client.initialize(tmp_path)
+        uri = client.open(tmp_path / "train.py", FIXTURE.read_text(encoding="utf-8"))
+        lines = {(d["range"]["start"]["line"] + 1, d["code"]) for d in client.diagnostics(uri)}
+        assert lines == _project(tmp_path)
+        assert client.shutdown() == 0
+    finally:
+        client.process.kill()
+
+
+def test_rule_pages_and_add_noqa_from_the_wheel(installed, tmp_path):
+    bin_dir, _ = installed
+    page = run([bin_dir / "torchdevice", "rule", "TDV201"], cwd=tmp_path)
+    assert page.returncode == 0 and page.stdout.startswith("# TDV201"), page.stdout + page.stderr
+    _project(tmp_path)
+    added = run([bin_dir / "torchdevice", "--isolated", "--add-noqa", "train.py"], cwd=tmp_path)
+    assert added.returncode == 0 and "added # noqa to" in added.stderr, added.stdout + added.stderr
+    assert run([bin_dir / "torchdevice", "--isolated", "train.py"], cwd=tmp_path).returncode == 0
