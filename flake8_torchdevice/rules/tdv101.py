@@ -20,7 +20,11 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
-    r"""## What it does
+    r"""**On by default.** Precision on held-out user code: 67% (20 of 30, as first read in
+    three held-out batches; docs/precision.md). Its false findings are code that needs a
+    GPU for a reason the file does not show.
+
+    ## What it does
     Flags each `<expr>.cuda(...)` call in a module that chooses its device with `.to(...)`,
     when that choice may be the CPU: a `.to()` whose first positional argument or `device=`
     keyword is a device — a `torch.device(...)` call, a device string (`"cpu"`, `"mps"`,

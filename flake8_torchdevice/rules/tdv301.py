@@ -105,7 +105,10 @@ def _names_a_gpu(call: cst.Call) -> bool:
 
 
 class WrapBeforePlacement(Rule):
-    r"""## What it does
+    r"""**On by default.** No finding in the precision corpus (about 2.3 M lines of released
+    code and user scripts): released code rarely keeps this crash; docs/precision.md.
+
+    ## What it does
     Flags a call to `DataParallel` or `DistributedDataParallel` (under any alias:
     `torch.nn.DataParallel`, `torch.nn.parallel.DataParallel`, `DP = nn.DataParallel`,
     `from torch.nn.parallel import DistributedDataParallel as DDP`,
