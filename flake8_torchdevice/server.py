@@ -84,7 +84,7 @@ def build():
         if params.text_document.uri.endswith("/pyproject.toml"):
             for uri in list(state.open):  # the selection may have changed
                 _publish(ls, state, uri)
-        else:
+        elif params.text_document.uri in state.open:
             _publish(ls, state, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -147,10 +147,7 @@ def _publish(ls, state: _State, uri: str) -> None:
     if path and not path.endswith(".py") and document.language_id not in ("python", None):
         return
     diagnostics = []
-    try:
-        findings, error = editor.lint(document.source, path, state.settings.rules_for(path))
-    except config.ConfigError as exc:
-        findings, error = [], f"pyproject.toml: {exc}"
+    findings, error = _lint(state, document.source, path)
     state.findings[uri] = (document.source, findings)
     for finding in findings:
         diagnostics.append(types.Diagnostic(
@@ -184,10 +181,7 @@ def _publish_notebook(ls, state: _State, uri: str) -> None:
     sources = [(number, ls.workspace.get_text_document(cell).source) for number, cell in enumerate(cells, start=1)]
     module = join(sources)
     path = _path(uri)
-    try:
-        findings, error = editor.lint(module.source, path, state.settings.rules_for(path))
-    except config.ConfigError as exc:
-        findings, error = [], f"pyproject.toml: {exc}"
+    findings, error = _lint(state, module.source, path)
     per_cell: dict = {cell: [] for cell in cells}
     for finding in findings:
         number, line = module.place(finding.start[0] + 1)
@@ -204,6 +198,18 @@ def _publish_notebook(ls, state: _State, uri: str) -> None:
             severity=types.DiagnosticSeverity.Error, source="torchdevice"))
     for cell, diagnostics in per_cell.items():
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell, diagnostics=diagnostics))
+
+
+def _lint(state: _State, text: str, path: Optional[str]):
+    """(findings, error message or None); never raises, as the CLI never stops on one file."""
+    try:
+        return editor.lint(text, path, state.settings.rules_for(path))
+    except config.ConfigError as exc:
+        return [], f"pyproject.toml: {exc}"
+    except Exception as exc:  # noqa: BLE001 - one document must not stop the server
+        from .runner import one_line
+
+        return [], f"internal error: {type(exc).__name__}: {one_line(str(exc))}"
 
 
 def _message(finding: editor.Finding) -> str:
@@ -238,12 +244,7 @@ def _current(ls, state: _State, uri: str):
     document = ls.workspace.get_text_document(uri)
     cached = state.findings.get(uri)
     if cached is None or cached[0] != document.source:
-        path = _path(uri)
-        try:
-            findings, _ = editor.lint(document.source, path, state.settings.rules_for(path))
-        except config.ConfigError:
-            findings = []
-        cached = (document.source, findings)
+        cached = (document.source, _lint(state, document.source, _path(uri))[0])
         state.findings[uri] = cached
     return cached
 

@@ -193,3 +193,15 @@ def test_notebook_cells_get_their_own_diagnostics(client, tmp_path):
         published[message["params"]["uri"]] = message["params"]["diagnostics"]
     assert [[(d["code"], d["range"]["start"]["line"]) for d in published[cell]] for cell in cells] == [
         [], [], [("TDV701", 1)]]
+
+
+def test_a_bad_configuration_and_an_unopened_save_are_answered_not_raised(client, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdevice]\nselect = ["XYZ1"]\n', encoding="utf-8")
+    uri = client.open(tmp_path / "m.py", TEXT)
+    (diagnostic,) = client.diagnostics(uri)
+    assert diagnostic["severity"] == 1 and diagnostic["message"].startswith("pyproject.toml: ")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": (tmp_path / "never_opened.py").as_uri()}})
+    response = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "context": {"diagnostics": []},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}})
+    assert response["result"] == [] and client.process.poll() is None
