@@ -104,3 +104,16 @@ def test_a_placed_reduction_taken_to_the_cpu_is_a_zero_dim_tensor():
     assert codes(source) == []
     vector = source.replace("    return up.norm() * ratio\n", "    return up.norm() * torch.ones(3)\n")
     assert codes(vector) == [("TDV601", 10)]
+
+
+def test_factories_after_set_default_device_are_not_cpu_values():
+    source = (
+        'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        "def run(envs):\n"
+        "    torch.set_default_device(device)\n"
+        "    values = torch.zeros((4, 2))\n"
+        "    advantages = torch.zeros(4, 2).to(device)\n"
+        "    return advantages + values\n"
+    )
+    assert codes(source) == []
+    assert codes(source.replace("    torch.set_default_device(device)\n", "    pass\n")) == [("TDV601", 9)]

@@ -8,8 +8,9 @@ from ..rule import DEFINITION, Rule
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
-    r"""**On by default.** Precision on held-out user code: 2 of 12 as first read (docs/precision.md);
-    the 10 false findings (CTC lengths, 0-dim norms taken to the CPU) are not reported since.
+    r"""**On by default.** Precision on held-out user code: 2 of 13 as first read (docs/precision.md);
+    the 11 false findings (CTC lengths, 0-dim norms taken to the CPU, factories after
+    `torch.set_default_device`) are not reported since.
 
     ## What it does
     Follows, through each function (or one module's top level), what the code proves about
@@ -62,6 +63,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       checkpoint's entries;
     - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
       on purpose (`lengths` for `pack_padded_sequence`);
+    - a factory without `device=` after `torch.set_default_device(...)` (or
+      `set_default_tensor_type`) in the same scope: it lands on that default device;
     - the targets and lengths of a CTC loss (`nn.CTCLoss`, `F.ctc_loss`, or any loss called with four positional
       arguments: log-probabilities, targets, input lengths, target lengths), which CTC takes on the CPU too (cuDNN's
       CTC requires CPU lengths);

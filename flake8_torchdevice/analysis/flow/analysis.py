@@ -61,6 +61,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.pending: list = []  # (node, sibling, placed, statement, module call?): decided at the end
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
+        self.default_device = False  # ``torch.set_default_device(...)`` ran earlier in this scope
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:

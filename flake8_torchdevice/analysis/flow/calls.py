@@ -26,6 +26,11 @@ class Calls:
             return self.factory(call, qualified, env)
         if qualified == "torch.load":
             return self.load(call, env)
+        if qualified in DEFAULT_DEVICE_SETTERS:
+            self.default_device = True  # every later factory without device= lands there
+            for arg in call.args:
+                self.ev(arg.value, env)
+            return None
         if qualified == "torch.onnx.export":
             args = [self.ev(arg.value, env) for arg in call.args]
             model = args[0] if args else None
@@ -197,6 +202,8 @@ class Calls:
         if any(arg.star == "**" for arg in call.args) or argument(call, None, "out") is not None:
             return None
         device = argument(call, None, "device")
+        if device is None and self.default_device:
+            return None  # on the default device this scope set: not known to be the CPU
         if device is not None:
             where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
             if where == PLACED:
@@ -253,6 +260,8 @@ class Calls:
                 self.meet(node, a, b)
 
 
+# After these, a factory without device= lands on the default device (not known to be the CPU).
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
