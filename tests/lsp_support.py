@@ -8,7 +8,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -108,6 +107,3 @@ def apply(text: str, edits: list) -> str:
         assert start["character"] == 0 and end["character"] == 0, edit
         lines[start["line"]:end["line"]] = edit["newText"].splitlines(keepends=True)
     return "".join(lines)
-
-
-PYTHON = sys.executable
