@@ -58,12 +58,13 @@ def _mtime(path: Optional[Path]) -> Optional[int]:
         return None
 
 
-def lint(text: str, path: Optional[str], rules) -> tuple[list[Finding], Optional[str]]:
-    """The document's findings (``# noqa`` applied) and its syntax error, if any."""
+def lint(text: str, path: Optional[str], rules, parts=None) -> tuple[list[Finding], Optional[str]]:
+    """The document's findings (``# noqa`` applied) and its syntax error, if any.
+    ``parts``: a ``reparse.ParseCache`` kept between calls (an edit parses only what changed)."""
     from .fixes import can_fix
 
     name = os.path.basename(path) if path else "untitled.py"
-    result = check_source(text, rules=list(rules), filename=path or name)
+    result = check_source(text, rules=list(rules), filename=path or name, parts=parts)
     lines = text.split("\n")
     findings = [
         Finding(v.code, v.message, utf16(lines, v.line - 1, v.col), utf16(lines, v.end_line - 1, v.end_col),

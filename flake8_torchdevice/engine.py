@@ -61,6 +61,7 @@ def check_source(
     filename: Optional[str] = None,
     full: bool = False,
     keep_reports: bool = False,
+    parts: Optional["ParseCache"] = None,  # noqa: F821 - reparse.ParseCache, imported by its user
 ) -> Result:
     """Check one file: its violations, sorted, or the one-line reason it
     could not be checked (a syntax error is reported for every file).
@@ -70,12 +71,14 @@ def check_source(
     whether the file is a test; ``full`` parses and walks the whole file with
     every given rule, skipping no code and no rule for want of its words (the
     reference the selection and each rule's ``NEEDS`` are tested against, and
-    what fixes use). Never raises unless ``strict`` (used by our own tests).
+    what fixes use). ``parts`` (a ``reparse.ParseCache``) reuses the parse of each
+    top-level statement seen before: for a process that checks one file again and again.
+    Never raises unless ``strict`` (used by our own tests).
     """
     try:
         with _gc_paused():
             chosen = ALL_RULES if rules is None else rules
-            return _check(source, tree, chosen, filename, full, keep_reports)
+            return _check(source, tree, chosen, filename, full, keep_reports, parts)
     except Exception as exc:  # noqa: BLE001 - a linter must not crash its host
         if strict:
             raise
@@ -102,7 +105,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _check(source, tree, rules, filename, full, keep_reports) -> Result:
+def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Result:
     source = _as_python_reads_it(source)
     if tree is None:
         try:
@@ -123,7 +126,7 @@ def _check(source, tree, rules, filename, full, keep_reports) -> Result:
         keep = lines_to_keep(index, _hits(source, tree, live, present, index))
         if not keep:
             return Result()
-    return _analyse(source, lines, tree, keep, live, filename, keep_reports)
+    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts)
 
 
 def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: StatementIndex) -> list[Hit]:
@@ -211,15 +214,20 @@ def _top_key(index: StatementIndex, line: int) -> int:
     return id(top) if top is not None and top.is_def else 0
 
 
-def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result:
+def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
     from .positions import file_positions  # LibCST's metadata and node classes: only now needed
     from .walk import BatchedWalker
 
     text, numbers = compact(lines, keep)
+    starts = sorted({statement_start(stmt) for stmt in tree.body} & keep)
     try:
-        module = cst.parse_module(text)
+        if parts is None:
+            module = cst.parse_module(text)
+        else:
+            line_of = {number: index for index, number in enumerate(numbers)}
+            module = parts.parse(text, [line_of[start] for start in starts])
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
     names = resolver_from_ast(tree)
@@ -238,7 +246,6 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports) -> Result
         walker.walk_module(module, context.enter_statement)
         if not context.reports:
             return Result()
-        starts = sorted({statement_start(stmt) for stmt in tree.body} & keep)
         placed = file_positions(module, context.reports, numbers, starts)
         if not keep_reports:
             return Result(violations=[violation for violation, _ in placed])

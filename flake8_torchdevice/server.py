@@ -116,7 +116,10 @@ def build():
 
 class _State:
     def __init__(self) -> None:
+        from .reparse import ParseCache
+
         self.settings = editor.Settings()
+        self.parts = ParseCache()  # an edit parses again only the top-level statements it changed
         self.latest: dict = {}  # uri -> newest version received
         self.open: set = set()
         self.findings: dict = {}  # uri -> (text it was computed on, [editor.Finding])
@@ -203,7 +206,7 @@ def _publish_notebook(ls, state: _State, uri: str) -> None:
 def _lint(state: _State, text: str, path: Optional[str]):
     """(findings, error message or None); never raises, as the CLI never stops on one file."""
     try:
-        return editor.lint(text, path, state.settings.rules_for(path))
+        return editor.lint(text, path, state.settings.rules_for(path), state.parts)
     except config.ConfigError as exc:
         return [], f"pyproject.toml: {exc}"
     except Exception as exc:  # noqa: BLE001 - one document must not stop the server
