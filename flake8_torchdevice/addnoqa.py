@@ -15,7 +15,7 @@ import tokenize
 from collections import defaultdict
 from typing import Iterable
 
-from .noqa import NOQA_INLINE
+from .noqa import NOQA_INLINE, token_spans
 
 _LINE_END = re.compile(r"[\r\n]*\Z")
 
@@ -44,14 +44,8 @@ def add_noqa(source: str, findings: Iterable[tuple[int, str]]) -> tuple[str, int
 def _span_ends(source: str, count: int) -> dict[int, int]:
     """Physical line -> the last line of its flake8 span (where a comment may go)."""
     ends: dict[int, int] = {}
-    low, high = count + 2, -1
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type in (tokenize.ENDMARKER, tokenize.DEDENT):
-            continue
-        low, high = min(low, tok.start[0]), max(high, tok.end[0])
-        if tok.type in (tokenize.NL, tokenize.NEWLINE):
-            ends.update(dict.fromkeys(range(low, high + 1), high))
-            low, high = count + 2, -1
+    for low, high in token_spans(source, count):
+        ends.update(dict.fromkeys(range(low, high + 1), high))
     return ends
 
 

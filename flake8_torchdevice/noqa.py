@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Sequence, TypeVar
+from typing import Iterator, Sequence, TypeVar
 
 # Copied from flake8.defaults.NOQA_INLINE_REGEXP (flake8 7.x) so that the
 # CLI and the plugin agree without importing flake8 internals.
@@ -48,21 +48,28 @@ def line_mapping(source: str) -> dict[int, str]:
     lines = io.StringIO(source).readlines()
     mapping: dict[int, str] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        spans = list(token_spans(source, len(lines)))
     except (tokenize.TokenError, SyntaxError):
         return {number: text for number, text in enumerate(lines, start=1)}
-    low, high = len(lines) + 2, -1
-    for tok in tokens:
+    for low, high in spans:
+        mapping.update(dict.fromkeys(range(low, high + 1), "".join(lines[low - 1:high])))
+    for number, text in enumerate(lines, start=1):
+        mapping.setdefault(number, text)
+    return mapping
+
+
+def token_spans(source: str, count: int) -> Iterator[tuple[int, int]]:
+    """(first, last) physical line of each span flake8 reads as one: the lines between
+    two NL/NEWLINE tokens (a multi-line string, a backslash continuation). Raises
+    ``tokenize.TokenError`` / ``SyntaxError`` for text that does not tokenize."""
+    low, high = count + 2, -1
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type in (tokenize.ENDMARKER, tokenize.DEDENT):
             continue
         low, high = min(low, tok.start[0]), max(high, tok.end[0])
         if tok.type in (tokenize.NL, tokenize.NEWLINE):
-            joined = "".join(lines[low - 1:high])
-            mapping.update(dict.fromkeys(range(low, high + 1), joined))
-            low, high = len(lines) + 2, -1
-    for number, text in enumerate(lines, start=1):
-        mapping.setdefault(number, text)
-    return mapping
+            yield low, high
+            low, high = count + 2, -1
 
 
 def filter_noqa(source: str, violations: Sequence[V], line_of=lambda v: v.line) -> list[V]:
