@@ -153,19 +153,9 @@ def _publish(ls, state: _State, uri: str) -> None:
     findings, error = _lint(state, document.source, path)
     state.findings[uri] = (document.source, findings)
     for finding in findings:
-        diagnostics.append(types.Diagnostic(
-            range=_range(types, finding.start, finding.end),
-            message=_message(finding),
-            severity=types.DiagnosticSeverity.Warning,
-            code=finding.code,
-            code_description=types.CodeDescription(href=_page_uri(finding.code)),
-            source="torchdevice",
-            data={"fixable": finding.fixable, "unsafe": finding.unsafe},
-        ))
+        diagnostics.append(_finding_diagnostic(types, finding, finding.start, finding.end))
     if error:
-        line = editor.error_line(error)
-        diagnostics.append(types.Diagnostic(range=_range(types, (line, 0), (line + 1, 0)), message=error,
-                                            severity=types.DiagnosticSeverity.Error, source="torchdevice"))
+        diagnostics.append(_error_diagnostic(types, editor.error_line(error), error))
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics,
                                                                         version=document.version))
 
@@ -190,15 +180,10 @@ def _publish_notebook(ls, state: _State, uri: str) -> None:
         number, line = module.place(finding.start[0] + 1)
         end_number, end_line = module.place(finding.end[0] + 1)
         end = (end_line - 1, finding.end[1]) if end_number == number else (line, 0)
-        per_cell[cells[number - 1]].append(types.Diagnostic(
-            range=_range(types, (line - 1, finding.start[1]), end), message=_message(finding),
-            severity=types.DiagnosticSeverity.Warning, code=finding.code,
-            code_description=types.CodeDescription(href=_page_uri(finding.code)), source="torchdevice"))
+        per_cell[cells[number - 1]].append(_finding_diagnostic(types, finding, (line - 1, finding.start[1]), end))
     if error and cells:
         number, line = module.place(editor.error_line(error) + 1)
-        per_cell[cells[number - 1]].append(types.Diagnostic(
-            range=_range(types, (line - 1, 0), (line, 0)), message=error,
-            severity=types.DiagnosticSeverity.Error, source="torchdevice"))
+        per_cell[cells[number - 1]].append(_error_diagnostic(types, line - 1, error))
     for cell, diagnostics in per_cell.items():
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell, diagnostics=diagnostics))
 
@@ -213,6 +198,21 @@ def _lint(state: _State, text: str, path: Optional[str]):
         from .runner import one_line
 
         return [], f"internal error: {type(exc).__name__}: {one_line(str(exc))}"
+
+
+def _finding_diagnostic(types, finding: editor.Finding, start, end):
+    """A finding as a warning at ``start``-``end``: code, rule name, the rule page's link."""
+    return types.Diagnostic(
+        range=_range(types, start, end), message=_message(finding), severity=types.DiagnosticSeverity.Warning,
+        code=finding.code, code_description=types.CodeDescription(href=_page_uri(finding.code)),
+        source="torchdevice", data={"fixable": finding.fixable, "unsafe": finding.unsafe},
+    )
+
+
+def _error_diagnostic(types, line: int, message: str):
+    """A file that cannot be checked: one error on the (0-based) line it names."""
+    return types.Diagnostic(range=_range(types, (line, 0), (line + 1, 0)), message=message,
+                            severity=types.DiagnosticSeverity.Error, source="torchdevice")
 
 
 def _message(finding: editor.Finding) -> str:
