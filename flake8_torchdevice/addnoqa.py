@@ -24,11 +24,12 @@ def add_noqa(source: str, findings: Iterable[tuple[int, str]]) -> tuple[str, int
     """``source`` with a ``# noqa`` for every ``(line, code)``; and the number of lines changed.
     Raises ``tokenize.TokenError`` / ``SyntaxError`` for a file that does not tokenize."""
     lines = io.StringIO(source).readlines()  # "\n" only, as tokenize and flake8 split
-    ends = _span_ends(source, len(lines))
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    ends = _span_ends(tokens, len(lines))
     wanted: dict[int, set[str]] = defaultdict(set)
     for line, code in findings:
         wanted[ends.get(line, line)].add(code)
-    comments = _comments(source)
+    comments = {tok.start[0]: tok for tok in tokens if tok.type == tokenize.COMMENT}
     changed = 0
     for row, codes in wanted.items():
         if not 1 <= row <= len(lines):
@@ -41,20 +42,12 @@ def add_noqa(source: str, findings: Iterable[tuple[int, str]]) -> tuple[str, int
     return "".join(lines), changed
 
 
-def _span_ends(source: str, count: int) -> dict[int, int]:
+def _span_ends(tokens: list, count: int) -> dict[int, int]:
     """Physical line -> the last line of its flake8 span (where a comment may go)."""
     ends: dict[int, int] = {}
-    for low, high in token_spans(source, count):
+    for low, high in token_spans(tokens, count):
         ends.update(dict.fromkeys(range(low, high + 1), high))
     return ends
-
-
-def _comments(source: str) -> dict[int, tokenize.TokenInfo]:
-    return {
-        tok.start[0]: tok
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-        if tok.type == tokenize.COMMENT
-    }
 
 
 def _with_codes(text: str, codes: list[str], comment) -> str:

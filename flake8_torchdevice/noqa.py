@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Iterator, Sequence, TypeVar
+from typing import Iterable, Iterator, Sequence, TypeVar
 
 # Copied from flake8.defaults.NOQA_INLINE_REGEXP (flake8 7.x) so that the
 # CLI and the plugin agree without importing flake8 internals.
@@ -48,7 +48,7 @@ def line_mapping(source: str) -> dict[int, str]:
     lines = io.StringIO(source).readlines()
     mapping: dict[int, str] = {}
     try:
-        spans = list(token_spans(source, len(lines)))
+        spans = list(token_spans(tokenize.generate_tokens(io.StringIO(source).readline), len(lines)))
     except (tokenize.TokenError, SyntaxError):
         return {number: text for number, text in enumerate(lines, start=1)}
     for low, high in spans:
@@ -58,12 +58,12 @@ def line_mapping(source: str) -> dict[int, str]:
     return mapping
 
 
-def token_spans(source: str, count: int) -> Iterator[tuple[int, int]]:
+def token_spans(tokens: Iterable[tokenize.TokenInfo], count: int) -> Iterator[tuple[int, int]]:
     """(first, last) physical line of each span flake8 reads as one: the lines between
-    two NL/NEWLINE tokens (a multi-line string, a backslash continuation). Raises
-    ``tokenize.TokenError`` / ``SyntaxError`` for text that does not tokenize."""
+    two NL/NEWLINE ``tokens`` of a ``count``-line text (a multi-line string, a backslash
+    continuation)."""
     low, high = count + 2, -1
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+    for tok in tokens:
         if tok.type in (tokenize.ENDMARKER, tokenize.DEDENT):
             continue
         low, high = min(low, tok.start[0]), max(high, tok.end[0])
