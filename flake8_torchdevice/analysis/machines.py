@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from .._lazy import cst
 from .code import string_value
-from .guards import is_cuda_test
 from .devices import device_argument, is_module_receiver
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
@@ -92,11 +91,11 @@ class MachineEvidence:
     def leave_Assert(self, node: cst.Assert) -> None:
         self._asserts -= 1
 
-    def note_machine_test(self, test: cst.BaseExpression) -> None:
-        """Call from the rule's ``visit_If`` / ``visit_IfExp``: a branch on CUDA (``if opt.cuda:``,
-        ``if torch.cuda.is_available():``) means the code also runs with it off, on the CPU.
-        Not under ``assert``: that requires CUDA."""
-        if not self._asserts and is_cuda_test(test):
+    def note_cuda_branch(self) -> None:
+        """Call for each ``if`` / conditional expression whose test ``guards.is_cuda_test``
+        accepts (``if opt.cuda:``, ``if torch.cuda.is_available():``): the code also runs
+        with it off, on the CPU. Not under ``assert``: that requires CUDA."""
+        if not self._asserts:
             self.has_cpu_path = True
 
     def note_machine_call(self, call: cst.Call) -> None:

@@ -207,15 +207,19 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         test = node.test
         if _runs_where_cuda_is(test, self.names):
             self._cuda_bodies.add(id(node.body))  # ``if torch.cuda.is_available():``, ``if args.cuda:``
-        self._cuda_tests += is_cuda_test(test)
-        self.note_machine_test(test)
+        self._enter_test(test)
 
     def leave_If(self, node: cst.If) -> None:
         self._cuda_tests -= is_cuda_test(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self._cuda_tests += is_cuda_test(node.test)
-        self.note_machine_test(node.test)
+        self._enter_test(node.test)
+
+    def _enter_test(self, test: cst.BaseExpression) -> None:
+        """A branch on CUDA: code under it is guarded, and the module runs without CUDA too."""
+        if is_cuda_test(test):
+            self._cuda_tests += 1
+            self.note_cuda_branch()
 
     def leave_IfExp(self, node: cst.IfExp) -> None:
         self._cuda_tests -= is_cuda_test(node.test)
