@@ -70,6 +70,10 @@ CHECKED_ELSEWHERE = {
     "python -m flake8_torchdevice.ruletable --write": "test_docs.py: the table it writes is current",
     "tox": "test_tox.py: its configuration; it runs this suite once per Python",
     "pip install .": "test_wheel.py: the wheel built from this source, installed in a fresh venv",
+    "pytest --fake-cuda": "fakecuda/test_plugin.py: the option, bare and before a path",
+    "pytest --fake-cuda=2": "fakecuda/test_plugin.py: the option with a count",
+    "python -m flake8_torchdevice.fakecuda train.py": "fakecuda/test_plugin.py: the runner, a script and -m",
+    "python -m pytest --fake-cuda examples/fake-cuda": "fakecuda/test_plugin.py: the demonstration, both ways",
     "pip install 'flake8-torchdevice[lsp]'": "test_wheel.py: the wheel installed with its lsp extra runs the server",
 }
 OPT_IN = {rule.CODE for rule in ALL_RULES if not rule.DEFAULT_ENABLED}

@@ -20,6 +20,11 @@ from flake8_torchdevice.rules import ALL_RULES
 from . import proofs, summary, table, warm
 
 RECORDS = pytest.StashKey[list]()
+FAKE_TEST = "test_gpu_claim_holds_under_fake_cuda"
+
+
+def fake_id(proof: proofs.Proof) -> str:
+    return f"{proof.id}:fake"
 
 
 @pytest.fixture(scope="session")
@@ -39,25 +44,28 @@ def torch_build() -> str:
 @pytest.fixture(scope="session")
 def proof_runs(request, device_count):
     """proof id -> Future of its Outcome, for every proof test selected in this session."""
-    wanted = {}
+    wanted = {}  # run id -> (proof, fake devices)
     for item in request.session.items:
         if "proof_runs" not in getattr(item, "fixturenames", ()):
             continue
         proof = item.callspec.params["proof"]
-        if proofs.gpu_skip_reason(proof.gpus, device_count) is None:
-            wanted[proof.id] = proof
+        if item.originalname == FAKE_TEST:
+            if not proof.claim.no_fake:
+                wanted[fake_id(proof)] = (proof, proof.gpus)
+        elif proofs.gpu_skip_reason(proof.gpus, device_count) is None:
+            wanted[proof.id] = (proof, 0)
     servers = None if warm.cold() else warm.Pool({**os.environ, **proofs.SHARED_ENV, "CUDA_VISIBLE_DEVICES": ""})
 
-    def run(proof: proofs.Proof) -> proofs.Outcome:
-        server = servers.server() if servers and proof.gpus == 0 else None
-        return proofs.run_program(proof.path, proof.gpus, FIXTURES, server=server)
+    def run(proof: proofs.Proof, fake: int) -> proofs.Outcome:
+        server = servers.server() if servers and (proof.gpus == 0 or fake) else None
+        return proofs.run_program(proof.path, proof.gpus, FIXTURES, server=server, fake=fake)
 
     # A warm program costs ~0.3 s of CPU and each server ~5 s to start: a few suffice.
     cores = os.cpu_count() or 1
     workers = cores + 1 if servers is None else min(4, max(2, cores))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="proof")
     try:
-        yield {pid: pool.submit(run, proof) for pid, proof in wanted.items()}
+        yield {pid: pool.submit(run, *job) for pid, job in wanted.items()}
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # a run stopped early (-x) starts no more programs
         if servers:
@@ -91,8 +99,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(line)
     target = config.getoption("--proof-table")
     if target:
-        gpus = max((r.gpus for r in records if not r.status.startswith("skipped")), default=0)
-        columns = table.filled_columns(build, gpu_results=gpus > 0)
+        gpus = max((r.gpus for r in records if not r.status.startswith("skipped") and not r.fake), default=0)
+        columns = table.filled_columns(build, gpu_results=gpus > 0, fake_results=any(r.fake for r in records))
         visible = torch.cuda.device_count() if gpus else 0
         table.update(Path(target), rows, columns, table.run_description(torch, visible))
         terminalreporter.write_line(f"wrote columns {', '.join(summary.COLUMNS[i] for i in columns)} of {target}")

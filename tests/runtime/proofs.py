@@ -9,6 +9,9 @@ A proof is one claim about one fixture on one kind of machine:
 - ``# proof-gpu N: ...`` holds with exactly N CUDA devices visible (the first N);
   with fewer on the machine it is skipped: "needs N GPUs".
 - ``# proof: static — reason`` is never run and is not a proof.
+- Every ``proof-gpu N`` claim is also judged on a machine without CUDA under fake
+  CUDA (``python -m flake8_torchdevice.fakecuda --devices N``): it must hold there
+  too, unless the claim ends ``[fake CUDA cannot: reason]``.
 
 Each program runs as ``python fixture.py`` in a fresh temporary directory
 with ``fixtures/`` on ``PYTHONPATH``; the verdict comes from its exit status
@@ -48,6 +51,7 @@ _FAILURE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*):\s*(?P<text>\S.*?)\s*$")
 # builds word the same mistake differently. A "|" starts an alternative only before
 # "ExcType:", so a message may still contain one.
 _ALTERNATIVE = re.compile(r"\s+\|\s+(?=[A-Za-z_][\w.]*:)")
+_NO_FAKE = re.compile(r"\s*\[fake CUDA cannot:\s*(?P<why>[^\]]*\S)\s*\]\s*$")
 _GPU_KEY = re.compile(r"^proof-gpu\s+(?P<n>[1-9]\d*)$")
 _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+')
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]: ")
@@ -68,6 +72,7 @@ class Failure:
 class Claim:
     outcome: str  # "runs" | "fails" | "static"
     failures: tuple = ()  # of Failure, for "fails": any one of them is met
+    no_fake: str = ""  # why fake CUDA cannot reproduce this GPU claim ("": it can)
 
     def text(self) -> str:
         if self.outcome != "fails":
@@ -76,7 +81,12 @@ class Claim:
 
 
 def parse_claim(value: str) -> Claim:
-    """``runs`` / ``fails ExcType: substring [| ExcType: substring ...]`` / ``static — reason``."""
+    """``runs`` / ``fails ExcType: substring [| ExcType: substring ...]`` / ``static — reason``,
+    optionally ending ``[fake CUDA cannot: reason]``."""
+    no_fake = _NO_FAKE.search(value)
+    if no_fake:
+        claim = parse_claim(value[: no_fake.start()])
+        return Claim(claim.outcome, claim.failures, no_fake["why"])
     match = _CLAIM.match(value.strip())
     if not match:
         raise ValueError(f"malformed proof claim {value!r}: want 'runs', 'fails ExcType: substring' or 'static ...'")
@@ -169,28 +179,38 @@ SHARED_ENV = {
 
 
 def run_program(path: Path, gpus: int = 0, fixtures: Optional[Path] = None, timeout: float = TIMEOUT_S,
-                server=None) -> Outcome:
+                server=None, fake: int = 0) -> Outcome:
     """Run ``python path`` in a fresh temp dir, ``fixtures`` on PYTHONPATH, ``gpus`` CUDA devices visible.
 
-    ``server`` (a ``warm.Server``) runs a CPU proof's program as a fork of a process that
-    has imported torch already; otherwise it is a fresh ``python path``.
+    ``fake`` > 0: no device visible, and the program runs under fake CUDA with that many
+    pretended GPUs. ``server`` (a ``warm.Server``) runs a program that needs no real GPU as a
+    fork of a process that has imported torch already; otherwise it is a fresh ``python path``.
     """
     fixtures = fixtures or path.parent.parent
     with tempfile.TemporaryDirectory(prefix="tdv-proof-") as root:
         work = os.path.join(root, "work")  # the program's cwd and TMPDIR: empty at the start
         os.mkdir(work)
-        env = program_env(gpus, fixtures, work)
+        env = program_env(0 if fake else gpus, fixtures, work)
         started = time.monotonic()
-        if server is not None and gpus == 0:
-            code, out, err = server.run(path, root, work, env, [str(fixtures)], timeout)
+        if server is not None and (gpus == 0 or fake):
+            code, out, err = server.run(path, root, work, env, [str(fixtures)], timeout, fake=fake)
         else:
-            code, out, err = _fresh(path, work, env, timeout)
+            code, out, err = _fresh(path, work, env, timeout, fake)
         return Outcome(code, out, err, time.monotonic() - started)
 
 
-def _fresh(path: Path, cwd: str, env: dict, timeout: float) -> tuple:
+def fake_command(path: Path, devices: int) -> list[str]:
+    """The command that runs ``path`` under fake CUDA, reporting at exit that it did."""
+    return [sys.executable, "-m", "flake8_torchdevice.fakecuda", "--devices", str(devices), "--summary", str(path)]
+
+
+FAKE_SUMMARY = re.compile(r"^fake CUDA: (?P<gpus>\d+) GPU\(s\) pretended, (?P<placed>\d+) tensor placements$", re.M)
+
+
+def _fresh(path: Path, cwd: str, env: dict, timeout: float, fake: int = 0) -> tuple:
+    command = fake_command(path, fake) if fake else [sys.executable, str(path)]
     process = subprocess.Popen(
-        [sys.executable, str(path)], cwd=cwd, env=env, text=True,
+        command, cwd=cwd, env=env, text=True,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True,  # a timeout kills its children too
     )

@@ -17,7 +17,7 @@ FOOTNOTES = {
 # wheel with every GPU hidden (CUDA_VISIBLE_DEVICES=""), which words some mistakes
 # differently (a GPU workstation's pytest run).
 CPU_ONLY, CUDA_BUILD = "cpu-only", "cuda"
-COLUMNS = ("rule", "CPU-only build", "CUDA build, no GPU visible", "GPU")
+COLUMNS = ("rule", "CPU-only build", "CUDA build, no GPU visible", "GPU", "GPU claims under fake CUDA")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Record:
     postcondition: bool = False
     no_cuda: bool = False
     build: str = CPU_ONLY  # the torch build the program ran on
+    fake: bool = False  # a GPU claim judged under fake CUDA, no device visible
 
 
 def build_of(torch) -> str:
@@ -72,8 +73,9 @@ def gpu_cell(records: list[Record], declared: bool) -> str:
     return ", ".join(skipped)
 
 
-def rows(records: list[Record], rules: list[str], gpu_declared: set) -> list[tuple[str, str, str, str]]:
-    """One row per rule: (rule, CPU proof on a CPU-only build, on a CUDA build with no GPU visible, GPU proof).
+def rows(records: list[Record], rules: list[str], gpu_declared: set) -> list[tuple[str, ...]]:
+    """One row per rule: (rule, CPU proof on a CPU-only build, on a CUDA build with no GPU visible, GPU proof,
+    GPU claims under fake CUDA).
 
     A CPU column this run's build did not fill says so: one run judges one build."""
     builds = {r.build for r in records if r.gpus == 0}
@@ -82,8 +84,9 @@ def rows(records: list[Record], rules: list[str], gpu_declared: set) -> list[tup
         mine = [r for r in records if r.rule == rule]
         cpu = [_build_cell([r for r in mine if r.gpus == 0 and r.build == b], b in builds)
                for b in (CPU_ONLY, CUDA_BUILD)]
-        gpu = [r for r in mine if r.gpus > 0]
-        table.append((rule, *cpu, gpu_cell(gpu, rule in gpu_declared)))
+        gpu = [r for r in mine if r.gpus > 0 and not r.fake]
+        fake = [r for r in mine if r.fake]
+        table.append((rule, *cpu, gpu_cell(gpu, rule in gpu_declared), gpu_cell(fake, rule in gpu_declared)))
     return table
 
 

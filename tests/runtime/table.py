@@ -24,11 +24,10 @@ NOT_RUN = "not run yet"
 RUNS_HEADER = ("column", "date", "machine", "torch", "Python")
 
 
-def filled_columns(build: str, gpu_results: bool) -> list[int]:
+def filled_columns(build: str, gpu_results: bool, fake_results: bool = False) -> list[int]:
     """The table columns (1-based, after "rule") a run on this build fills."""
-    if build == CPU_ONLY:
-        return [1]
-    return [2, 3] if gpu_results else [2]
+    columns = [1] if build == CPU_ONLY else ([2, 3] if gpu_results else [2])
+    return columns + [4] if fake_results else columns
 
 
 def machine(torch, gpus: int) -> str:

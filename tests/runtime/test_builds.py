@@ -123,26 +123,28 @@ def _run(date: str) -> dict:
 
 def test_a_run_writes_only_its_own_columns(tmp_path):
     page = _page(tmp_path)
-    cpu = _rows({"TDV101": ("cpu ok", "x", "skipped"), "TDV102": ("cpu ok 2", "x", "skipped")})
-    table.update(page, cpu, table.filled_columns(summary.CPU_ONLY, gpu_results=False), _run("2001-01-01"))
-    gpu = _rows({"TDV101": ("x", "cuda ok", "gpu ok"), "TDV102": ("x", "cuda ok 2", "gpu ok 2")})
+    cpu = _rows({"TDV101": ("cpu ok", "x", "skipped", "fake ok"), "TDV102": ("cpu ok 2", "x", "skipped", "fake 2")})
+    columns = table.filled_columns(summary.CPU_ONLY, gpu_results=False, fake_results=True)
+    table.update(page, cpu, columns, _run("2001-01-01"))
+    gpu = _rows({"TDV101": ("x", "cuda ok", "gpu ok", "y"), "TDV102": ("x", "cuda ok 2", "gpu ok 2", "y")})
     table.update(page, gpu, table.filled_columns(summary.CUDA_BUILD, gpu_results=True), _run("2002-02-02"))
     rows = {row[0]: row for row in table._rows(page.read_text(encoding="utf-8"), table.START, table.END)}
-    assert rows["TDV101"] == ["TDV101", "cpu ok", "cuda ok", "gpu ok"]
-    assert rows["TDV102"] == ["TDV102", "cpu ok 2", "cuda ok 2", "gpu ok 2"]
+    assert rows["TDV101"] == ["TDV101", "cpu ok", "cuda ok", "gpu ok", "fake ok"]
+    assert rows["TDV102"] == ["TDV102", "cpu ok 2", "cuda ok 2", "gpu ok 2", "fake 2"]
     runs = table._rows(page.read_text(encoding="utf-8"), table.RUNS_START, table.RUNS_END)
     assert [row[:2] for row in runs] == [
-        ["CPU-only build", "2001-01-01"], ["CUDA build, no GPU visible", "2002-02-02"], ["GPU", "2002-02-02"]
+        ["CPU-only build", "2001-01-01"], ["CUDA build, no GPU visible", "2002-02-02"], ["GPU", "2002-02-02"],
+        ["GPU claims under fake CUDA", "2001-01-01"],
     ]
 
 
 def test_a_cuda_build_without_gpus_keeps_the_gpu_column(tmp_path):
     page = _page(tmp_path)
-    table.update(page, _rows({"TDV101": ("a", "b", "gpu ok")}), [1, 2, 3], _run("2001-01-01"))
-    table.update(page, _rows({"TDV101": ("x", "b2", "skipped: needs 1 GPU")}),
+    table.update(page, _rows({"TDV101": ("a", "b", "gpu ok", "f")}), [1, 2, 3, 4], _run("2001-01-01"))
+    table.update(page, _rows({"TDV101": ("x", "b2", "skipped: needs 1 GPU", "f")}),
                  table.filled_columns(summary.CUDA_BUILD, gpu_results=False), _run("2002-02-02"))
     (row,) = [r for r in table._rows(page.read_text(encoding="utf-8"), table.START, table.END) if r[0] == "TDV101"]
-    assert row == ["TDV101", "a", "b2", "gpu ok"]
+    assert row == ["TDV101", "a", "b2", "gpu ok", "f"]
 
 
 def test_the_page_has_a_row_per_rule_and_says_how_it_was_made():
@@ -151,3 +153,6 @@ def test_the_page_has_a_row_per_rule_and_says_how_it_was_made():
     assert [row[0] for row in rows] == sorted(rule.CODE for rule in ALL_RULES)
     assert "--proof-table=docs/gpu-proofs.md" in text
     assert all(row[1].startswith("passed") for row in rows), "the CPU-only column is filled by a run here"
+    declared = {p.rule for p in proofs.collect(all_cases())[0] if p.gpus}
+    for row in rows:  # and the GPU claims under fake CUDA, by the same run
+        assert row[4].startswith("passed") if row[0] in declared else row[4] == "none written", row

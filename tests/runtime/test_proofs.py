@@ -3,7 +3,8 @@
 - each declared proof: the program fails exactly as claimed, or runs;
 - each failing program has a fixed twin that runs on the same machine;
 - each rule has at least one such pair on a machine without CUDA;
-- each claimed message is quoted by the rule's doc page.
+- each claimed message is quoted by the rule's doc page;
+- each GPU claim holds under fake CUDA on this machine, or says why it cannot.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fixture_cases import FIXTURES, ROOT, all_cases
 from flake8_torchdevice.rules import ALL_RULES
 
 from . import proofs
+from .conftest import fake_id
 from .summary import Record
 
 CASES = all_cases()
@@ -45,6 +47,24 @@ def test_proof(proof, proof_runs, device_count, torch_build, record):
     status = "passed" if verdict.passed else "failed"
     record(Record(**fate, status=status, postcondition=verdict.postcondition, no_cuda=verdict.no_cuda))
     assert verdict.passed, f"{proof.id}: {verdict.detail}"
+
+
+GPU_CLAIMS = [p for p in PROOFS if p.gpus > 0]
+
+
+@pytest.mark.parametrize("proof", [pytest.param(p, id=f"{p.id}:fake") for p in GPU_CLAIMS])
+def test_gpu_claim_holds_under_fake_cuda(proof, proof_runs, torch_build, record):
+    """The GPU column, checked on every CI machine: the claim under ``fakecuda --devices N``."""
+    fate = dict(rule=proof.rule, gpus=proof.gpus, outcome=proof.claim.outcome, build=torch_build, fake=True)
+    if proof.claim.no_fake:
+        record(Record(**fate, status=f"skipped: fake CUDA cannot ({proof.claim.no_fake})"))
+        pytest.skip(f"fake CUDA cannot reproduce this claim: {proof.claim.no_fake}")
+    outcome = proof_runs[fake_id(proof)].result()
+    session = proofs.FAKE_SUMMARY.search(outcome.stderr)
+    assert session and int(session["gpus"]) == proof.gpus, f"{proof.id}: no fake CUDA session ran: {outcome.stderr}"
+    verdict = proofs.judge(proof.claim, outcome, FIXTURES)
+    record(Record(**fate, status="passed" if verdict.passed else "failed"))
+    assert verdict.passed, f"{proof.id} under fake CUDA: {verdict.detail}"
 
 
 def test_proof_headers_are_well_formed():

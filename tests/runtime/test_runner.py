@@ -225,11 +225,12 @@ def test_table_says_what_was_proven_where():
     table = {row[0]: row[1:] for row in summary.rows(records, ["TDV101"], {"TDV401"})}
     other = "not run (another torch build)"
     assert table["TDV401"] == (
-        f"passed (1 fail as claimed, 1 run); {summary.NO_CUDA_NOTE}", other, "skipped: needs 1 GPU"
+        f"passed (1 fail as claimed, 1 run); {summary.NO_CUDA_NOTE}", other, "skipped: needs 1 GPU", "not run"
     )
-    assert table["TDV501"] == ("passed (1 fail as claimed, 0 run); post-condition", other, "none written")
+    assert table["TDV501"] == ("passed (1 fail as claimed, 0 run); post-condition", other, "none written",
+                               "none written")
     assert table["TDV301"][0] == "failed (1 of 1 proofs)"
-    assert table["TDV101"] == ("not run", other, "none written")
+    assert table["TDV101"] == ("not run", other, "none written", "none written")
     lines = summary.render(summary.rows(records, [], set()))
     assert lines[0].startswith("rule") and "CUDA build, no GPU visible" in lines[0] and len(lines) == 2 + 3 + 2
     assert lines[-2].startswith(summary.NO_CUDA_NOTE + ": ") and lines[-1].startswith("post-condition: ")
@@ -244,11 +245,53 @@ def test_a_cuda_build_fills_its_own_cpu_column():
     (row,) = summary.rows(records, [], {"TDV105"})
     assert row == (
         "TDV105", "not run (another torch build)",
-        f"passed (1 fail as claimed, 0 run); {summary.NO_CUDA_NOTE}", "passed (1 proofs)",
+        f"passed (1 fail as claimed, 0 run); {summary.NO_CUDA_NOTE}", "passed (1 proofs)", "not run",
     )
+
+
+def test_fake_cuda_records_fill_their_own_column():
+    records = [
+        summary.Record("TDV601", 1, "fails", "skipped: needs 1 GPU"),
+        summary.Record("TDV601", 1, "fails", "passed", fake=True),
+        summary.Record("TDV601", 1, "runs", "passed", fake=True),
+    ]
+    (row,) = summary.rows(records, [], {"TDV601"})
+    assert row[3:] == ("skipped: needs 1 GPU", "passed (2 proofs)")
 
 
 def test_the_build_is_read_from_torch():
     torch = pytest.importorskip("torch")
     expected = summary.CUDA_BUILD if torch.version.cuda else summary.CPU_ONLY
     assert summary.build_of(torch) == expected
+
+
+# -- fake CUDA runs of GPU claims -------------------------------------------
+
+
+def test_a_claim_may_say_why_fake_cuda_cannot_reproduce_it():
+    claim = parse_claim("fails RuntimeError: a | ValueError: b [fake CUDA cannot: needs NCCL]")
+    assert claim.no_fake == "needs NCCL"
+    assert claim.failures == (Failure("RuntimeError", "a"), Failure("ValueError", "b"))
+    assert parse_claim("runs [fake CUDA cannot: kernel timing]") == Claim("runs", (), "kernel timing")
+    assert parse_claim("runs").no_fake == ""
+    with pytest.raises(ValueError):
+        parse_claim("runs [fake CUDA cannot: ]")
+
+
+@pytest.mark.slow
+def test_a_program_runs_under_fake_cuda_and_says_so(make):
+    pytest.importorskip("torch")
+    source = """\
+        import torch
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 2
+        x = torch.ones(3, device="cuda:1")
+        print(x.device)
+        x + torch.ones(3)
+    """
+    path, fixtures = make("case.py", source)
+    outcome = proofs.run_program(path, gpus=2, fixtures=fixtures, fake=2)
+    assert outcome.stdout.strip() == "cuda:1"
+    session = proofs.FAKE_SUMMARY.search(outcome.stderr)
+    assert session and session["gpus"] == "2" and int(session["placed"]) >= 1
+    verdict = judge(parse_claim("fails RuntimeError: found at least two devices, cuda:1 and cpu!"), outcome, fixtures)
+    assert verdict.passed, verdict.detail

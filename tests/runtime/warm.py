@@ -43,8 +43,12 @@ def run_child(request):
     sys.argv = [request["path"]]
     sys.path[0:1] = [os.path.dirname(request["path"]), *request["pythonpath"]]
     try:
-        runpy.run_path(request["path"], run_name="__main__")
-        code = 0
+        if request["fake"]:  # what `python -m flake8_torchdevice.fakecuda --devices N --summary path` does
+            from flake8_torchdevice.fakecuda.__main__ import main
+            code = main(["--devices", str(request["fake"]), "--summary", request["path"]])
+        else:
+            runpy.run_path(request["path"], run_name="__main__")
+            code = 0
     except SystemExit as stop:
         code = exit_code(stop.code)
     except BaseException:
@@ -110,12 +114,14 @@ class Server:
             text=True,
         )
 
-    def run(self, path: Path, root: str, cwd: str, env: dict, pythonpath: list, timeout: float) -> tuple:
+    def run(self, path: Path, root: str, cwd: str, env: dict, pythonpath: list, timeout: float,
+            fake: int = 0) -> tuple:
         """(returncode or None at the timeout, stdout, stderr) of one program; output files go in ``root``."""
         out, err = os.path.join(root, "stdout"), os.path.join(root, "stderr")
         for name in (out, err):
             open(name, "w").close()
-        request = dict(path=str(path), cwd=cwd, env=env, pythonpath=pythonpath, timeout=timeout, stdout=out, stderr=err)
+        request = dict(path=str(path), cwd=cwd, env=env, pythonpath=pythonpath, timeout=timeout, stdout=out, stderr=err,
+                       fake=fake)
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         reply = self.process.stdout.readline()

@@ -1,0 +1,129 @@
+"""``torch.cuda`` and ``torch.accelerator`` as a machine with N GPUs answers them: availability,
+counts, the current device, and harmless stand-ins for streams, events, memory statistics
+and synchronisation (there is nothing to wait for: every kernel ran on the CPU already)."""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import torch
+
+GIB = 1 << 30
+
+
+class Event:
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False, **_):
+        self.enable_timing = enable_timing
+
+    def record(self, stream=None):
+        return None
+
+    def wait(self, stream=None):
+        return None
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        return None
+
+    def elapsed_time(self, end_event):
+        return 0.0
+
+
+class Stream(contextlib.nullcontext):
+    def __init__(self, device=None, priority=0, **_):
+        super().__init__()
+        self.device = device
+        self.priority = priority
+
+    def wait_stream(self, stream):
+        return None
+
+    def wait_event(self, event):
+        return None
+
+    def record_event(self, event=None):
+        return event or Event()
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        return None
+
+    def is_capturing(self):
+        return False
+
+
+def build(state_of):
+    """(object, attribute, replacement) for every call fake CUDA answers; ``state_of()`` is the session."""
+
+    def index(device=None):
+        if device is None:
+            return state_of().current
+        if isinstance(device, int):
+            return state_of().cuda(device).index
+        return state_of().resolve(device).index if state_of().resolve(device) is not None else state_of().current
+
+    def set_device(device):
+        state_of().current = index(device)
+
+    @contextlib.contextmanager
+    def device(device):
+        state = state_of()
+        before = state.current
+        if device is not None and device != -1:
+            state.current = index(device)
+        try:
+            yield
+        finally:
+            state.current = before
+
+    def properties(device=None):
+        number = index(device)
+        return SimpleNamespace(name=f"fake CUDA device {number} (computes on the CPU)", total_memory=80 * GIB,
+                               multi_processor_count=132, major=9, minor=0, is_integrated=False)
+
+    zero = (lambda device=None: 0)
+    none = (lambda *args, **kwargs: None)
+    cuda = torch.cuda
+    found = {
+        "is_available": lambda: True,
+        "device_count": lambda: state_of().device_count,
+        "current_device": lambda: state_of().current,
+        "set_device": set_device,
+        "device": device,
+        "get_device_name": lambda device=None: properties(device).name,
+        "get_device_capability": lambda device=None: (9, 0),
+        "get_device_properties": properties,
+        "is_initialized": lambda: True,
+        "is_bf16_supported": lambda including_emulation=True: True,
+        "init": none, "synchronize": none, "empty_cache": none, "ipc_collect": none,
+        "manual_seed": none, "manual_seed_all": none, "seed": none, "seed_all": none,
+        "memory_allocated": zero, "max_memory_allocated": zero, "memory_reserved": zero,
+        "max_memory_reserved": zero, "reset_peak_memory_stats": none, "reset_max_memory_allocated": none,
+        "reset_accumulated_memory_stats": none, "memory_stats": lambda device=None: {},
+        "memory_summary": lambda device=None, abbreviated=False: "fake CUDA: no memory statistics\n",
+        "mem_get_info": lambda device=None: (80 * GIB, 80 * GIB),
+        "Event": Event, "Stream": Stream,
+        "current_stream": lambda device=None: Stream(device), "default_stream": lambda device=None: Stream(device),
+        "stream": lambda stream=None: contextlib.nullcontext(),
+        "is_current_stream_capturing": lambda: False,
+    }
+    patches = [(cuda, name, value) for name, value in found.items()]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        for name, value in {
+            "is_available": lambda: True,
+            "device_count": lambda: state_of().device_count,
+            "current_accelerator": lambda check_available=False: torch.device("cuda"),
+            "current_device_index": lambda: state_of().current,
+            "set_device_index": set_device,
+            "synchronize": lambda device=None: None,
+            "current_stream": lambda device=None: Stream(device),
+        }.items():
+            if hasattr(accelerator, name):
+                patches.append((accelerator, name, value))
+    return patches
