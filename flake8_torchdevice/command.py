@@ -8,12 +8,13 @@ Ctrl-C and a closed stdout are handled by the entry point, ``cli.main``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import __version__, config, files, formats
+from . import __version__, cache, config, files, formats
 from .runner import Options, Outcome, lint_path, lint_paths
 
 PROG = "torchdevice"
@@ -61,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even with findings or files that could not be checked (usage errors still exit 2)")
     p.add_argument("--statistics", action="store_true", help="count the findings per code (--format text)")
+    p.add_argument("--no-cache", action="store_true", help="lint every file afresh; read and keep no results")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help=f"where results are kept (default: {cache.DIRECTORY} beside pyproject.toml, else here)")
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return p
 
@@ -84,8 +88,12 @@ def _settings(args) -> tuple[Options, files.Excluder]:
     path = args.config or (None if args.isolated else config.find_pyproject(Path.cwd()))
     cfg = config.load(path)
     rules = config.selected_rules(cfg, args.select, args.ignore, args.extend_select, args.extend_ignore)
-    options = Options(tuple(r.CODE for r in rules), fix=args.fix, diff=args.diff, unsafe_fixes=args.unsafe_fixes,
-                      add_noqa=args.add_noqa)
+    codes = tuple(r.CODE for r in rules)
+    options = Options(codes, fix=args.fix, diff=args.diff, unsafe_fixes=args.unsafe_fixes, add_noqa=args.add_noqa)
+    if not (args.no_cache or args.fix or args.diff or args.add_noqa):  # only a pure lint reads and keeps results
+        where = cache.prepare(args.cache_dir or cfg.base / cache.DIRECTORY)
+        if where:
+            options = dataclasses.replace(options, cache_dir=where, cache_salt=cache.salt(codes, args.unsafe_fixes))
     cfg_excludes = [*(cfg.get("exclude") or []), *(cfg.get("extend-exclude") or [])]
     excluder = files.Excluder(cfg_excludes, cfg.base) if args.exclude is None else files.Excluder([], cfg.base)
     excluder.patterns += files.Excluder([*(args.exclude or []), *args.extend_exclude], Path.cwd()).patterns

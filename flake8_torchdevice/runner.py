@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from . import files, notebooks, pool
+from . import cache, files, notebooks, pool
 from .engine import check_source
 from .noqa import filter_noqa
 from .rules import RULES_BY_CODE
@@ -35,6 +35,13 @@ class Options:
     diff: bool = False
     unsafe_fixes: bool = False
     add_noqa: bool = False
+    cache_dir: Optional[str] = None  # where results are kept (cache.py); None: no cache
+    cache_salt: str = ""  # cache.salt() of this run: the linter's code and the selection
+
+    @property
+    def caching(self) -> bool:
+        """Whether this run may read and keep results: a pure lint, with a cache."""
+        return bool(self.cache_dir) and not (self.fix or self.diff or self.add_noqa)
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,15 @@ def lint_path(path: str, display: str, options: Options, data: Optional[bytes] =
     try:
         if data is None:
             data = files.read_bytes(path, display)
+        digest = cache.key(options.cache_salt, display, data) if options.caching and path != "-" else None
+        if digest and _restore(outcome, cache.load(options.cache_dir, digest)):
+            return outcome
         if display.endswith(".ipynb"):
             _lint_notebook(path, data, outcome, options)
         else:
             _lint_python(path, data, outcome, options)
+        if digest:
+            cache.store(options.cache_dir, digest, _stored(outcome))
     except (files.ReadError, notebooks.NotebookError) as exc:
         outcome.io_error = str(exc)
     except OSError as exc:
@@ -80,6 +92,23 @@ def lint_path(path: str, display: str, options: Options, data: Optional[bytes] =
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
         outcome.problems.append(f"{display}: internal error: {type(exc).__name__}: {one_line(str(exc))}")
     return outcome
+
+
+def _stored(outcome: Outcome) -> dict:
+    return {"findings": [dataclasses.asdict(f) for f in outcome.findings], "problems": list(outcome.problems)}
+
+
+def _restore(outcome: Outcome, stored: Optional[dict]) -> bool:
+    """Fill ``outcome`` from a cache entry; False (a miss) for one that does not decode."""
+    if stored is None:
+        return False
+    try:
+        findings = [Finding(**{**item, "path": outcome.path}) for item in stored["findings"]]
+        problems = [str(problem) for problem in stored["problems"]]
+    except (KeyError, TypeError):
+        return False
+    outcome.findings, outcome.problems = findings, problems
+    return True
 
 
 def one_line(message: str, limit: int = 300) -> str:
