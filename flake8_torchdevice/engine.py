@@ -150,6 +150,7 @@ class _Scan:
         self._lines: dict[str, list[int]] = {}
         self._aliases: dict[frozenset, set[str]] = {}
         self._breaks: Optional[list[int]] = None
+        self._imported: Optional[frozenset[str]] = None
 
     def lines_of(self, word: str) -> list[int]:
         """The line of each place ``word`` occurs (see ``words``)."""
@@ -157,6 +158,12 @@ class _Scan:
         if found is None:
             found = self._lines[word] = [self.line_at(offset) for offset, _ in words.offsets_of(self.source, [word])]
         return found
+
+    def imported(self, name: str) -> bool:
+        """``from ... import name`` somewhere in the file (the file scanned once)."""
+        if self._imported is None:
+            self._imported = words.names_imported_from(self.source)
+        return name in self._imported
 
     def line_at(self, offset: int) -> int:
         if self._breaks is None:
@@ -167,6 +174,8 @@ class _Scan:
         """The words of ``group`` present in the file, and the module-level
         aliases of its plain names."""
         wanted = {word for word in group if words.occurs(word, self.present)}
+        # ``from torch import load``: a plain ``load`` means ``torch.load`` (a ``.load`` word).
+        wanted |= {words.bare(word) for word in wanted if word.startswith(".") and self.imported(words.bare(word))}
         named = frozenset(words.bare(word) for word in wanted if not words.is_part(word))
         if named:
             if named not in self._aliases:
@@ -182,9 +191,11 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
     groups = [set(group) for group in rule.GROUPS] + [set(rule.READS)]
     located = [(line, number) for number, group in enumerate(groups) for word in scan.group_words(group)
                for line in scan.lines_of(word)]
+    needed = set(range(len(rule.GROUPS)))
+    if not needed <= {number for _, number in located}:
+        return []  # a group's words occur nowhere as the rule needs them: its READS are not read
     if not rule.TOGETHER:
         return [(line, rule.SCOPE) for line, _ in located]
-    needed = set(range(len(rule.GROUPS)))
     if rule.TOGETHER == DEFINITION:
         return _definition_hits(located, needed, rule.SCOPE, index)
     by_unit: dict = {}

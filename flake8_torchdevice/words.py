@@ -238,6 +238,21 @@ def present(groups: Iterable[frozenset[str]], words: frozenset[str]) -> bool:
     return all(any(occurs(word, words) for word in group) for group in groups)
 
 
+# ``from pkg import a, b`` / ``from pkg import (\n a,\n b)`` / with backslash continuations,
+# at any depth, at a line's start or after ``;`` or ``:`` (``if x: from m import a``): what
+# an imported-by-name check reads. It may over-match (a comment, a docstring), never under-match.
+_FROM_IMPORT = re.compile(
+    r"(?:^|[;:])(?:[ \t]|\\\n)*from[\s\\]+[\w.]+[\s\\]+import\b(?:[ \t]|\\\n)*(\([^)]*\)|[^\n\\]*(?:\\\n[^\n\\]*)*)",
+    re.M,
+)
+
+
+def names_imported_from(source: str) -> frozenset[str]:
+    """Every name a ``from ... import`` of ``source`` may bind under its own name (one scan):
+    such a plain ``name`` can mean what ``pkg.name`` means."""
+    return frozenset(name for match in _FROM_IMPORT.finditer(source) for name in _WORD.findall(match.group(1)))
+
+
 def alias_words(tree: ast.Module, wanted: set[str]) -> set[str]:
     """Names bound, at module level, to a dotted name with a part in ``wanted``
     (``from torch import load as tl``, ``f = torch.load``, ``import torch.cuda

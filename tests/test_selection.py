@@ -200,6 +200,43 @@ def test_an_alias_call_far_from_its_import_is_found():
     assert findings(source) == [(53, 11, "TDV201")] == findings(source, full=True)
 
 
+@pytest.mark.parametrize("importing", [
+    "from torch import load", "from torch import (\n        save,\n        load,\n    )",
+    "from torch.serialization import \\\n        load",
+])
+def test_a_load_imported_by_its_own_name_inside_a_function_is_found(importing):
+    # TDV201 needs an attribute ``.load`` or a name bound to torch.load: a plain ``load``
+    # imported under its own name, at any depth, is one.
+    source = f"def restore(path):\n    {importing}\n    return load(path)\n"
+    line = source.count("\n")
+    assert findings(source) == [(line, 11, "TDV201")] == findings(source, full=True)
+
+
+@pytest.mark.parametrize("source, imported", [
+    ("from torch import (\n  save,\n  load,\n)\n", True), ("from torch import \\\n    load\n", True),
+    ("def f():\n    from torch.serialization import load as l, save\n", True), ("from . import load\n", True),
+    ("from torch \\\n  import load", True), ("from torch import a, \\\n   load", True),
+    ("if x: from torch import load\n", True), ("x = 1; from torch import load\n", True),
+    ("import torch\nx.load()\n", False), ("from torch import loads\n", False), ("load = 1  # from x import y\n", False),
+])
+def test_names_imported_by_their_own_name(source, imported):
+    assert ("load" in words.names_imported_from(source)) is imported
+
+
+def test_a_class_whose_only_load_is_its_own_method_parses_nothing_for_tdv201():
+    from flake8_torchdevice.engine import _Scan, _rule_hits
+    from flake8_torchdevice.selection import StatementIndex
+
+    source = (
+        "import torch\n\n\nclass Store:\n    def load(self, path):\n        return self.read(path)\n\n"
+        "    def save(self):\n        self.data.cuda()\n\n    def restore(self, p):\n        return load(self, p)\n"
+    )
+    tree = ast.parse(source)
+    scan = _Scan(source, tree, words.identifiers(source))
+    assert _rule_hits(scan, RULES_BY_CODE["TDV201"], StatementIndex(tree)) == []  # its READS alone keep nothing
+    assert findings(source, [RULES_BY_CODE["TDV201"]]) == [] == findings(source, [RULES_BY_CODE["TDV201"]], full=True)
+
+
 def test_a_flow_rule_finds_a_cpu_destination_named_by_a_variable():
     # TDV601 parses only functions holding a placing word and a CPU word
     # (TOGETHER); a destination named like the CPU is one (``*cpu``).

@@ -119,7 +119,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         'checkpoint was saved on; pass map_location="cpu" or map_location=device'
     )
     FIX = "safe"
-    NEEDS = {"load"}
+    # ``torch.load`` and its aliases: an attribute ``load``, or a name bound to it (``from torch
+    # import load``, ``tl = torch.load``), not every word ``load`` (``def load(...)`` in a class).
+    NEEDS = {".load"}
     # The module's CPU path or GPUs per process, and the files it saves, anywhere in it.
     READS = machines.READS | {"save", ".cuda", "__file__"}
     SCOPE = CLASS  # a data class's own writer may be another method
