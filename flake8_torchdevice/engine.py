@@ -213,16 +213,25 @@ def _definition_hits(located, needed: set, scope: str, index: StatementIndex) ->
     by_top: dict = {}
     for _, key, number in keyed:
         by_top.setdefault(key, set()).add(number)
+    # An import makes no value: ``from torch import Tensor`` gives no definition the
+    # factory it needs (a call through that name is a word in the definition itself).
     module_words = by_top.get(0, set())
-    live = {key for key, found in by_top.items() if needed <= found | module_words}
+    live = {key for key, found in by_top.items() if key != _IMPORT and needed <= found | module_words}
     if live:
-        live.add(0)
+        live |= {0, _IMPORT}
     return [(line, scope) for line, key, _ in keyed if key in live]
+
+
+_IMPORT = -1  # the key of a module-level import statement's line
 
 
 def _top_key(index: StatementIndex, line: int) -> int:
     top = index.top_at(line)
-    return id(top) if top is not None and top.is_def else 0
+    if top is None:
+        return 0
+    if top.is_def:
+        return id(top)
+    return _IMPORT if isinstance(top.node, (ast.Import, ast.ImportFrom)) else 0
 
 
 def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None) -> Result:

@@ -237,6 +237,18 @@ def test_a_class_whose_only_load_is_its_own_method_parses_nothing_for_tdv201():
     assert findings(source, [RULES_BY_CODE["TDV201"]]) == [] == findings(source, [RULES_BY_CODE["TDV201"]], full=True)
 
 
+def test_an_import_gives_a_definition_no_word_it_needs():
+    from flake8_torchdevice.engine import _Scan, _rule_hits
+    from flake8_torchdevice.selection import StatementIndex
+
+    rule = RULES_BY_CODE["TDV601"]
+    quiet = "from torch import Tensor, zeros\n\n\ndef move(x: Tensor, device):\n    return x.to(device)\n"
+    tree = ast.parse(quiet)
+    assert _rule_hits(_Scan(quiet, tree, words.identifiers(quiet)), rule, StatementIndex(tree)) == []
+    called = quiet + "\n\ndef run(device):\n    w = zeros(3)\n    return w + zeros(3).to(device)\n"
+    assert findings(called, [rule]) == [(10, 11, "TDV601")] == findings(called, [rule], full=True)
+
+
 def test_a_flow_rule_finds_a_cpu_destination_named_by_a_variable():
     # TDV601 parses only functions holding a placing word and a CPU word
     # (TOGETHER); a destination named like the CPU is one (``*cpu``).
