@@ -111,8 +111,20 @@ def build(state_of):
         "current_stream": lambda device=None: Stream(device), "default_stream": lambda device=None: Stream(device),
         "stream": lambda stream=None: contextlib.nullcontext(),
         "is_current_stream_capturing": lambda: False,
+        "set_per_process_memory_fraction": none, "utilization": zero,
+        # CUDA's generator state: the CPU's stands in (seeding is harmless, state round-trips)
+        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+        "set_rng_state": lambda new_state, device="cuda": torch.set_rng_state(new_state),
+        "get_rng_state_all": lambda: [torch.get_rng_state() for _ in range(state_of().device_count)],
+        "set_rng_state_all": lambda new_states: None,
     }
     patches = [(cuda, name, value) for name, value in found.items()]
+    patches += [(cuda.nvtx, name, none) for name in ("range_push", "range_pop", "mark", "range_start", "range_end")
+                if hasattr(cuda.nvtx, name)]
+    patches.append((cuda.nvtx, "range", lambda *args, **kwargs: contextlib.nullcontext()))
+    patches += _defaults(state_of)
+    patches.append((torch, "Generator", _generator_class(state_of)))
+    patches += [(cuda, name, _legacy_type(name, state_of)) for name in _LEGACY if hasattr(cuda, name)]
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
         for name, value in {
@@ -127,3 +139,73 @@ def build(state_of):
             if hasattr(accelerator, name):
                 patches.append((accelerator, name, value))
     return patches
+
+
+def _defaults(state_of):
+    """``torch.set_default_device("cuda")``: the session keeps the CUDA default (factories
+    without ``device=`` are made on it, see ``_mode``); torch's own default stays the CPU."""
+    real_set, real_get = torch.set_default_device, torch.get_default_device
+
+    def set_default_device(device):
+        state = state_of()
+        state.default = state.resolve(device)
+        real_set(None if state.default is not None else device)
+
+    def get_default_device():
+        return state_of().default or real_get()
+
+    return [(torch, "set_default_device", set_default_device), (torch, "get_default_device", get_default_device)]
+
+
+def _generator_class(state_of):
+    """``torch.Generator(device="cuda")``: a CPU generator that says it is on CUDA, still an
+    instance of ``torch.Generator`` as are the real ones."""
+    real = torch.Generator
+
+    class _Meta(type(real)):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, real)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, real)
+
+    class Generator(real, metaclass=_Meta):
+        def __new__(cls, device="cpu", *args, **kwargs):
+            made = real.__new__(cls, "cpu")
+            made._fake_device = state_of().resolve(device)
+            return made
+
+        def __init__(self, *args, **kwargs):  # the C type initialises in __new__
+            pass
+
+        @property
+        def device(self):
+            return self._fake_device or torch.device("cpu")
+
+    Generator.__name__ = Generator.__qualname__ = "Generator"
+    Generator.__module__ = "torch"
+    return Generator
+
+
+_LEGACY = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+           "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor")
+
+
+def _legacy_type(name: str, state_of):
+    """``torch.cuda.FloatTensor(...)`` and ``isinstance(t, torch.cuda.FloatTensor)``, the
+    pre-1.0 spellings: the CPU type's constructor, placed on the current fake GPU."""
+    from ._tags import device_of, set_device
+
+    cpu_type = getattr(torch, name)
+
+    class _Meta(type):
+        def __call__(cls, *args, **kwargs):
+            made = cpu_type(*args, **kwargs)
+            set_device(made, state_of().cuda(state_of().current))
+            return made
+
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, cpu_type) and device_of(obj) is not None
+
+    legacy = _Meta(name, (), {"__module__": "torch.cuda", "dtype": cpu_type.dtype})
+    return legacy

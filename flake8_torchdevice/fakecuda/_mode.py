@@ -3,6 +3,8 @@ devices, runs on the CPU, and its tensors are tagged with the device CUDA would 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from torch.overrides import TorchFunctionMode
 
 from . import _errors
@@ -26,6 +28,8 @@ class FakeCudaMode(TorchFunctionMode):
         special = SPECIAL.get(func)
         if special is not None:
             return special(self.state, func, args, kwargs)
+        if kwargs.get("device") is None and self.state.default is not None and func in _constructors():
+            return _created(self.state, func, args, {**kwargs, "device": self.state.default})  # device=None too
         if "device" in kwargs:
             return _created(self.state, func, args, kwargs)
         if func in SAME_AS_SELF:
@@ -36,6 +40,14 @@ class FakeCudaMode(TorchFunctionMode):
         if target is not None:
             tag_outputs(out, target)
         return out
+
+
+@lru_cache(maxsize=1)
+def _constructors() -> frozenset:
+    """The factories a default device applies to (torch's own list)."""
+    from torch.utils._device import _device_constructors
+
+    return frozenset(_device_constructors())
 
 
 def _created(state, func, args, kwargs):

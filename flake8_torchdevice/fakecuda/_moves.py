@@ -148,6 +148,21 @@ def type_as(state, func, args, kwargs):
     return _moved(args[0], func(*args, **kwargs), device_of(args[1]))
 
 
+def type_(state, func, args, kwargs):
+    """``t.type()`` names CUDA types for a CUDA tensor; ``t.type(torch.cuda.FloatTensor)``
+    (or its name) casts and places, as on a GPU."""
+    tensor = args[0]
+    wanted = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if wanted is None:
+        name = func(tensor)
+        return name.replace("torch.", "torch.cuda.", 1) if device_of(tensor) is not None else name
+    name = wanted if isinstance(wanted, str) else f"{getattr(wanted, '__module__', '')}.{getattr(wanted, '__name__', '')}"
+    if not name.startswith("torch.cuda."):
+        return _moved(tensor, func(*args, **kwargs), device_of(tensor))
+    rest = {k: v for k, v in kwargs.items() if k != "dtype"}
+    return _moved(tensor, func(tensor, name.replace("torch.cuda.", "torch.", 1), **rest), state.cuda(state.current))
+
+
 def unchanged(state, func, args, kwargs):
     return args[0]
 
@@ -180,6 +195,7 @@ SPECIAL = {
     Tensor.is_pinned: not_pinned,
     Tensor.record_stream: nothing,
     Tensor.type_as: type_as,
+    Tensor.type: type_,
     torch._has_compatible_shallow_copy_type: unchecked,
     F.ctc_loss: ctc_loss,
     torch.ctc_loss: ctc_loss,

@@ -14,6 +14,7 @@ class State:
     device_count: int = 1
     saved_on_missing_gpu: bool = False
     current: int = 0
+    default: "torch.device | None" = None  # a CUDA default device (torch.set_default_device)
     _devices: dict = field(default_factory=dict)
 
     def cuda(self, index: int) -> torch.device:
