@@ -156,7 +156,10 @@ def type_(state, func, args, kwargs):
     if wanted is None:
         name = func(tensor)
         return name.replace("torch.", "torch.cuda.", 1) if device_of(tensor) is not None else name
-    name = wanted if isinstance(wanted, str) else f"{getattr(wanted, '__module__', '')}.{getattr(wanted, '__name__', '')}"
+    if isinstance(wanted, str):
+        name = wanted
+    else:
+        name = f"{getattr(wanted, '__module__', '')}.{getattr(wanted, '__name__', '')}"
     if not name.startswith("torch.cuda."):
         return _moved(tensor, func(*args, **kwargs), device_of(tensor))
     rest = {k: v for k, v in kwargs.items() if k != "dtype"}

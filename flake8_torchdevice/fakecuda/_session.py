@@ -30,7 +30,6 @@ def _compile_eagerly(model=None, **_options):
     return model if model is not None else (lambda fn: fn)
 
 
-
 def _parameters():
     """``nn.Parameter(t)`` / ``nn.Buffer(t)`` make a new tensor object of ``t``'s data: on ``t``'s device."""
     patches = []

@@ -3,7 +3,6 @@ failure here would make users distrust every true one)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from flake8_torchdevice.fakecuda import fake_cuda
