@@ -123,6 +123,9 @@ def build(state_of):
                 if hasattr(cuda.nvtx, name)]
     patches.append((cuda.nvtx, "range", lambda *args, **kwargs: contextlib.nullcontext()))
     patches += _defaults(state_of)
+    # cuDNN is never used (every kernel is the CPU's): asked about a fake-CUDA tensor, the CPU
+    # build would warn that it lacks cuDNN.
+    patches.append((torch.backends.cudnn, "is_acceptable", lambda tensor: False))
     patches.append((torch, "Generator", _generator_class(state_of)))
     patches += [(cuda, name, _legacy_type(name, state_of)) for name in _LEGACY if hasattr(cuda, name)]
     accelerator = getattr(torch, "accelerator", None)

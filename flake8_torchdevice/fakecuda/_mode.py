@@ -17,6 +17,13 @@ _OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
 _IN_PLACE_DUNDERS = frozenset(f"__i{op}__" for op in _OPERATORS)
 
 
+# Packed sequences: CUDA takes their lengths and batch sizes on the CPU (at these tensor
+# positions), and gives them back there.
+_HOST_ARGUMENTS = {name: (1,) for name in ("_pack_padded_sequence", "_pad_packed_sequence", "lstm", "gru",
+                                           "rnn_tanh", "rnn_relu")}
+_FIRST_OUTPUT_ONLY = frozenset(("_pack_padded_sequence", "_pad_packed_sequence"))
+
+
 class FakeCudaMode(TorchFunctionMode):
     def __init__(self, state):
         super().__init__()
@@ -38,7 +45,10 @@ class FakeCudaMode(TorchFunctionMode):
             target = meeting_device(func, args, kwargs)
         out = func(*args, **kwargs)
         if target is not None:
-            tag_outputs(out, target)
+            if getattr(func, "__name__", "") in _FIRST_OUTPUT_ONLY:
+                tag_outputs(out[0], target)  # batch sizes and lengths stay on the CPU, as on CUDA
+            else:
+                tag_outputs(out, target)
         return out
 
 
@@ -75,8 +85,11 @@ def meeting_device(func, args, kwargs):
     __tracebackhide__ = True
     found = None
     behind = None  # a CPU tensor that counts
+    host_only = _HOST_ARGUMENTS.get(getattr(func, "__name__", ""), ())
     for position, tensor in enumerate(tensors_in(args, kwargs)):
         device = device_of(tensor)
+        if device is None and position in host_only:
+            continue
         if device is None:
             if behind is None and (tensor.dim() > 0 or (position == 0 and _in_place(func))):
                 behind = tensor
