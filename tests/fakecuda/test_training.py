@@ -25,6 +25,7 @@ def test_the_script_runs_on_the_cpu_and_under_fake_cuda_alike():
     assert fake.returncode == 0, fake.stderr
     lines = fake.stdout.splitlines()
     assert lines[0].startswith("epoch 0") and lines[0].endswith("(16, 5) cuda:0")
+    assert lines[1].startswith("epoch 1") and lines[1].endswith("(16, 5) cuda:0")
     assert lines[2].endswith("[1.0, 2.0, 0.0, 0.0, 0.0] cuda:0")
     assert "loaded cuda:0 cuda:0" in lines and "memory 0" in lines
     assert "Warning" not in fake.stderr, fake.stderr
