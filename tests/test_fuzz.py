@@ -227,6 +227,7 @@ def test_parenthesised_discarded_move_is_reported():
 def test_parenthesised_local_base_class_is_seen():
     source = (
         "import torch\nfrom torch.nn import Module as Base\n\n\nclass A((Base)):\n    pass\n\n\n"
-        "class B(A):\n    def __init__(self):\n        super().__init__()\n        self.t = torch.zeros(2)\n"
+        "class B(A):\n    def __init__(self):\n        super().__init__()\n        self.t = torch.zeros(2)\n\n"
+        "    def forward(self, x):\n        return x * self.t\n"
     )
     assert [(v.code, v.line) for v in check_source(source, strict=True).violations] == [("TDV501", 12)]

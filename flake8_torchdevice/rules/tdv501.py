@@ -1,9 +1,9 @@
 """TDV501: tensor state in a plain attribute of an nn.Module / torchmetrics.Metric.
 
 ``module.to(device)`` moves parameters, registered buffers and torchmetrics
-states, not plain attributes. The rule needs the whole class: an attribute
-that the class only ever uses after moving it (``self.a.to(x.device)``), or
-that it rebinds to something else, is fine.
+states, not plain attributes. The rule needs the whole class: such an attribute
+is reported only where another method makes it meet a tensor that moved
+(``analysis/state_meets.py``); one that it rebinds to something else is fine.
 """
 
 from __future__ import annotations
@@ -13,16 +13,10 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
+from ..analysis.state_meets import Meeting, MeetingLog, Operand, call_meeting, operand
 from ..analysis.vocabulary import FACTORY_NAMES, factory_name, maybe_zero_dim
 from ..rule import CLASS, Rule
 
-# A use as the receiver of these is safe: it moves the tensor or never meets a device.
-MOVE_METHODS = frozenset({"to", "type_as", "cuda"})
-META_USES = frozenset(
-    """item tolist numpy size dim numel nelement shape dtype device ndim is_cuda
-    cpu clone detach""".split()
-)
-NOT_INPLACE = frozenset({"requires_grad_", "share_memory_"})
 # Methods that keep a fresh factory tensor a plain CPU tensor (dtype/shape changes).
 CHAIN_KEEPS = frozenset(
     """float double half bfloat16 long int short bool byte char view reshape unsqueeze
@@ -41,7 +35,8 @@ class _Candidate:
 class _ClassInfo:
     kind: Optional[str]  # "module", "metric" or None (not interesting)
     candidates: dict = field(default_factory=dict)  # attr -> _Candidate
-    uses: dict = field(default_factory=dict)  # attr -> set of use kinds
+    log: MeetingLog = field(default_factory=MeetingLog)  # where attributes meet tensors
+    methods: set = field(default_factory=set)  # names of the class's methods
     rebound: set = field(default_factory=set)
     moves_itself: bool = False
 
@@ -50,29 +45,18 @@ class TensorStateNotRegistered(Rule):
     r"""## What it does
     Flags `self.<attr> = <torch factory>(...)` inside `__init__` of a class that derives,
     under any alias, from `torch.nn.Module` (or any `torch.nn` module class, or a class of the
-    same file that does) or from `torchmetrics.Metric`: `torch.zeros`, `ones`, `empty`,
+    same file that does) or from `torchmetrics.Metric` -- `torch.zeros`, `ones`, `empty`,
     `full`, `tensor`, `as_tensor`, `arange`, `linspace`, `eye`, `rand*`, `randn*`,
     `from_numpy`, the legacy `torch.FloatTensor(...)` family, spelled `torch.zeros`,
     `th.zeros`, `from torch import zeros`, or followed by dtype/shape methods
-    (`torch.zeros(3).long()`).
-
-    Not flagged:
-    - `nn.Parameter(...)`, `self.register_buffer(...)`, `self.add_state(...)`;
-    - an attribute the class only ever uses after moving it (`self.a.to(x.device)`,
-      `self.a.type_as(x)`, `.to(x)`) or only reads metadata of (`.shape`, `.item()`);
-    - an attribute the class rebinds elsewhere to something other than a fresh factory
-      tensor (`self.a = self.a.to(x)`, `self.a = torch.zeros_like(x)`);
-    - a class that overrides `_apply`, `to` or `cuda` (it moves its own state);
-    - a 0-dim tensor (`torch.tensor(1e-6)`) that is never updated in place: PyTorch lets a
-      0-dim CPU tensor meet CUDA tensors in out-of-place ops;
-    - a factory given `device=` (placed on purpose).
-
-    **Off by default.** Precision on real code: 67% on the tune split (judged findings, see
-    docs/precision.md; 33% counting `latent` as false); the held-out figure is in
-    docs/precision.md. The false findings are classes that move their state themselves
-    in ways the rule cannot see (an owner's `_apply` that moves the attribute, a
-    `set_default_device` convention). Turn it on with `extend-select = TDV501` (flake8)
-    or `torchdevice --select TDV501`.
+    (`torch.zeros(3).long()`) -- when another method of the class makes that attribute
+    **meet a tensor that moves with the module**: an operand of arithmetic or a comparison
+    with an input or a submodule's output (`x @ self.w`, `preds == self.edges[:n]`), an
+    argument of a torch function next to one (`torch.cat([self.history, x])`,
+    `torch.bucketize(x, self.edges)`), an argument of a submodule (`self.linear(self.w)`),
+    or the target of an in-place update with one (`self.correct += (p == y).sum()`,
+    `self.counts.add_(batch_counts)`). The operand is followed through calls and slices that
+    keep its device (`self.w.t()`, `self.w.data`, `self.w[:n]`, `self.w * 2`).
 
     ## Why is this bad?
     `module.to(device)` (and `.cuda()`, and Lightning/Accelerate moving your model) moves
@@ -114,11 +98,15 @@ class TensorStateNotRegistered(Rule):
 
     ## When it does not report
     - `nn.Parameter(...)`, `self.register_buffer(...)`, `self.add_state(...)`;
-    - an attribute the class only uses after moving it (`self.a.to(x.device)`, `.type_as(x)`) or only reads metadata of
-      (`.shape`, `.item()`), or rebinds elsewhere;
-    - a class that overrides `_apply`, `to` or `cuda`;
-    - a 0-dim tensor never updated in place;
-    - factories given `device=`; classes that are not modules or metrics.
+    - an attribute that never meets a moved tensor: only moved before use
+      (`self.a.to(x.device)`, `.type_as(x)`), read for metadata (`.shape`, `len()`, `.item()`),
+      copied into another CPU tensor, met with Python numbers or other plain attributes,
+      or never read at all (it is still missing from `state_dict()`, but nothing fails);
+    - a 0-dim tensor (or an integer-literal element, `self.edges[1]`) met out of place:
+      CUDA lets a 0-dim CPU tensor meet anything; an in-place update into it still counts;
+    - an attribute rebound elsewhere to something other than a fresh factory tensor;
+    - a class that overrides `_apply`, `to` or `cuda` (it moves its own state);
+    - factories given `device=`; classes that are not modules or metrics; uses in `__init__`.
 
     ## The error torch raises
     On a GPU machine, the first in-place update after `module.to("cuda")`:
@@ -148,7 +136,6 @@ class TensorStateNotRegistered(Rule):
         "tensor attribute self.{attr} does not follow metric.to(device); "
         'register it: self.add_state("{attr}", default=..., dist_reduce_fx=...)'
     )
-    DEFAULT_ENABLED = False  # 67% tune precision (docs/precision.md)
     NEEDS = FACTORY_NAMES
     SCOPE = CLASS  # every method's uses of the attribute decide
 
@@ -156,7 +143,7 @@ class TensorStateNotRegistered(Rule):
         super().__init__(context)
         # Owners are _ClassInfo; a closure in __init__ is not __init__ ("<nested>").
         self._frames = MethodFrames(nested_is_method=False)
-        self._safe: dict[int, str] = {}  # id(self.attr node) -> use kind
+        self._aliases: dict = {}  # id(method frame) -> {local name: the attribute it holds}
 
     # -- classes ------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -168,31 +155,31 @@ class TensorStateNotRegistered(Rule):
             return
         template = self.METRIC_MESSAGE if info.kind == "metric" else self.MESSAGE
         for attr, candidate in info.candidates.items():
-            if self._exempt(info, attr, candidate):
+            if attr in info.rebound:
                 continue
-            self.report(candidate.node, template.format(attr=attr))
-
-    @staticmethod
-    def _exempt(info: _ClassInfo, attr: str, candidate: _Candidate) -> bool:
-        if attr in info.rebound:
-            return True
-        uses = info.uses.get(attr, set())
-        if uses and uses <= {"moved", "meta"}:
-            return True
-        # A 0-dim CPU tensor may meet CUDA tensors in out-of-place ops.
-        return candidate.zero_dim and "inplace" not in uses
+            if info.log.meets(attr, candidate.zero_dim, info.candidates, info.methods):
+                self.report(candidate.node, template.format(attr=attr))
 
     # -- methods ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         method = self._frames.enter_function(node)
-        if method is not None and method.name in MOVING_OVERRIDES:
-            method.owner.moves_itself = True
+        if method is not None:
+            method.owner.methods.add(method.name)
+            if method.name in MOVING_OVERRIDES:
+                method.owner.moves_itself = True
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._aliases.pop(id(self._frames.current), None)
         self._frames.leave_function()
 
     def _self_attr(self, expr: cst.BaseExpression) -> Optional[str]:
         return self._frames.self_attr(expr)
+
+    def _operand(self, expr) -> Optional[Operand]:
+        """``operand`` with this method's local names: ``mask = self.mask_te`` holds it."""
+        method = self._frames.current
+        held = self._aliases.get(id(method)) if method is not None else None
+        return operand(expr, self._self_attr, held)
 
     # -- assignments --------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -204,6 +191,13 @@ class TensorStateNotRegistered(Rule):
             self._bind(node.target, node.value)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name) and self._frames.current is not None:
+            held = self._operand(value)  # ``mask = self.mask_te``: the name holds the attribute
+            aliases = self._aliases.setdefault(id(self._frames.current), {})
+            if held is not None and (held.attr is not None or held.returned_by is not None):
+                aliases[target.value] = held
+            else:
+                aliases.pop(target.value, None)
         attr = self._self_attr(target)
         if attr is None:
             if isinstance(target, (cst.Tuple, cst.List)):
@@ -212,7 +206,6 @@ class TensorStateNotRegistered(Rule):
             return
         method = self._frames.current
         info = method.owner
-        self._safe[id(target)] = "store"
         factory = self._unplaced_factory(value)
         if factory is None:
             info.rebound.add(attr)
@@ -233,32 +226,37 @@ class TensorStateNotRegistered(Rule):
             return None
         return qualified, value
 
+    # -- meetings -------------------------------------------------------
+    def _log(self, meeting: Optional[Meeting]) -> None:
+        """Keep a meeting made in a method other than ``__init__`` (where nothing has moved yet)."""
+        method = self._frames.current
+        if meeting is None or method is None or method.owner is None or method.name == "__init__":
+            return
+        method.owner.log.meetings.append(meeting)
+
+    def _operands(self, *exprs) -> list:
+        return [found for found in map(self._operand, exprs) if found is not None]
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._log(Meeting(self._operands(node.left, node.right)))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._log(Meeting(self._operands(node.left, *(c.comparator for c in node.comparisons))))
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if self._self_attr(node.target) is not None:
-            self._safe[id(node.target)] = "inplace"
-        self._mark_item_write(node.target)
+        target = self._operand(node.target)
+        into = target.attr if isinstance(target, Operand) else None
+        self._log(Meeting(self._operands(node.target, node.value), into))
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._mark_item_write(node.target)
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._frames.current is not None:
+            self._log(call_meeting(node, self.names.qualify(node.func), self._operand))
 
-    def _mark_item_write(self, target: cst.BaseExpression) -> None:
-        """``self.a[i] = v`` / ``self.a[i] += v`` write into the tensor itself."""
-        if isinstance(target, cst.Subscript) and self._self_attr(target.value) is not None:
-            self._safe[id(target.value)] = "inplace"
-
-    # -- uses -----------------------------------------------------------
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        inner = node.value
-        if self._self_attr(inner) is not None:
-            name = node.attr.value
-            if name in MOVE_METHODS:
-                self._safe[id(inner)] = "moved"
-            elif name in META_USES:
-                self._safe[id(inner)] = "meta"
-            elif name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE:
-                self._safe[id(inner)] = "inplace"
-        attr = self._self_attr(node)
-        if attr is not None:
-            kind = self._safe.pop(id(node), "other")
-            if kind != "store":
-                self._frames.current.owner.uses.setdefault(attr, set()).add(kind)
+    def visit_Return(self, node: cst.Return) -> None:
+        """A method returning an attribute (or a name holding one) gives it to its callers."""
+        method = self._frames.current
+        if node.value is None or method is None or method.owner is None:
+            return
+        returned = self._operand(node.value)
+        if returned is not None and returned.attr is not None:
+            method.owner.log.returns.setdefault(method.name, set()).add(returned.attr)
