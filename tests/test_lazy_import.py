@@ -17,7 +17,8 @@ LOADED = "'libcst._nodes.expression' in sys.modules"
 
 PLAIN = "import os\n\n\ndef f(x):\n    return os.path.join(x, 'a')\n"
 TRIGGERED = "import torch\n\n\ndef f():\n    return torch.cuda.amp.GradScaler()\n"  # TDV701, on by default
-# Words only an opt-in rule needs (TDV502's factory ``torch.zeros``) parse nothing unless it is selected.
+# Words only an opt-in rule needs (TDV502's factory ``torch.zeros`` in a function; TDV501 also
+# needs an ``__init__`` around it) parse nothing unless it is selected.
 OPT_IN_ONLY = "import torch\n\n\ndef f(x):\n    return x + torch.zeros(3)\n"
 CASES = [("plain.py", PLAIN, False), ("uses.py", TRIGGERED, True), ("factory.py", OPT_IN_ONLY, False)]
 

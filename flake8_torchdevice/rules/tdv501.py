@@ -136,7 +136,9 @@ class TensorStateNotRegistered(Rule):
         "tensor attribute self.{attr} does not follow metric.to(device); "
         'register it: self.add_state("{attr}", default=..., dist_reduce_fx=...)'
     )
-    NEEDS = FACTORY_NAMES
+    # A finding is a factory call in ``__init__``: both words are in that method.
+    NEEDS = [FACTORY_NAMES, {"__init__"}]
+    TOGETHER = True
     SCOPE = CLASS  # every method's uses of the attribute decide
 
     def __init__(self, context) -> None:
