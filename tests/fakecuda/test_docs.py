@@ -39,3 +39,15 @@ def test_the_overhead_benchmark_runs_and_prints_a_ratio_per_model():
     assert done.returncode == 0, done.stderr
     ratios = re.findall(r"ratio (\d+\.\d+)x", done.stdout)
     assert len(ratios) == 3, done.stdout
+
+
+def test_the_ci_recipe_runs_pytest_plainly_and_under_fake_cuda():
+    yaml = pytest.importorskip("yaml")
+    (block,) = re.findall(r"```yaml\n(.*?)```", PAGE, re.S)
+    steps = yaml.safe_load(block)["jobs"]["tests"]["steps"]
+    runs = [step["run"].split("#")[0].strip() for step in steps if "run" in step]
+    assert "pytest" in runs and "pytest --fake-cuda" in runs
+    assert any(run.startswith("pip install torch --index-url https://download.pytorch.org/whl/cpu") for run in runs)
+    from flake8_torchdevice.fakecuda import pytest_plugin
+
+    assert pytest_plugin.OPTION == "--fake-cuda"  # the option the recipe passes is the plugin's
