@@ -13,6 +13,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..names import NameResolver
+from .bindings import AssignmentBindings
 from .code import argument, last_name, string_value
 from .guards import is_nccl_init
 
@@ -152,7 +153,7 @@ class DeviceScope:
         return any(name is None or self.literal(name) for name in self.literal_cuda)
 
 
-class DeviceChoice:
+class DeviceChoice(AssignmentBindings):
     """Mixin for a ``Rule`` (before ``CudaGuards`` in its bases): does this
     module choose its device? It does when a ``.to()`` chooses one
     (``is_device_move``) that may be CPU: not a name every binding of which
@@ -217,14 +218,6 @@ class DeviceChoice:
 
     def visit_Expr(self, node: cst.Expr) -> None:
         self._statement_call = node.value if isinstance(node.value, cst.Call) else None
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name) and is_device_name(target):

@@ -65,7 +65,8 @@ def build(state_of):
             return state_of().current
         if isinstance(device, int):
             return state_of().cuda(device).index
-        return state_of().resolve(device).index if state_of().resolve(device) is not None else state_of().current
+        resolved = state_of().resolve(device)
+        return resolved.index if resolved is not None else state_of().current
 
     def set_device(device):
         state_of().current = index(device)

@@ -93,13 +93,13 @@ def _locator(state, map_location, placed):
             target = map_location.get(location, location)
         elif map_location is not None:
             target = map_location
-        device = _cuda_target(state, target, explicit=map_location is not None and not callable(map_location))
+        device = _cuda_target(target, explicit=map_location is not None and not callable(map_location))
         if device is None:
             return storage
         placed[storage.data_ptr()] = device
         return storage
 
-    def _cuda_target(state, target, explicit):
+    def _cuda_target(target, explicit):
         if isinstance(target, int) and not isinstance(target, bool):
             return state.cuda(target)
         text = str(target)

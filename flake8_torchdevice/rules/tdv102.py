@@ -14,6 +14,7 @@ import re
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.bindings import AssignmentBindings
 from ..analysis.code import target_names
 from ..names import full_name
 from ..rule import Fix, Rule
@@ -52,7 +53,7 @@ _TENSOR_ITERATORS = frozenset("parameters buffers unbind".split())
 _MODULE_LIKE = re.compile(r"model|net|module|layer|block|head|encoder|decoder|optim|sched|criterion|^m$", re.I)
 
 
-class DiscardedTensorMove(Rule):
+class DiscardedTensorMove(AssignmentBindings, Rule):
     r"""## What it does
     Flags an expression statement whose whole value is `<name>.to(...)`,
     `<name>.cuda(...)` or `<name>.cpu()` when `<name>` is known to hold a tensor in that
@@ -165,15 +166,7 @@ class DiscardedTensorMove(Rule):
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.pop()
 
-    # -- bindings, in source order -------------------------------------------
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
+    # -- bindings, in source order (assignments come through AssignmentBindings) -----
     def visit_For(self, node: cst.For) -> None:
         self._bind_loop(node.target, node.iter)
 

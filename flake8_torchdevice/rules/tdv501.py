@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.bindings import AssignmentBindings
 from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
 from ..analysis.state_meets import Meeting, MeetingLog, Operand, call_meeting, operand
 from ..analysis.vocabulary import FACTORY_NAMES, factory_name, maybe_zero_dim
@@ -41,7 +42,7 @@ class _ClassInfo:
     moves_itself: bool = False
 
 
-class TensorStateNotRegistered(Rule):
+class TensorStateNotRegistered(AssignmentBindings, Rule):
     r"""## What it does
     Flags `self.<attr> = <torch factory>(...)` inside `__init__` of a class that derives,
     under any alias, from `torch.nn.Module` (or any `torch.nn` module class, or a class of the
@@ -183,15 +184,7 @@ class TensorStateNotRegistered(Rule):
         held = self._aliases.get(id(method)) if method is not None else None
         return operand(expr, self._self_attr, held)
 
-    # -- assignments --------------------------------------------------
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
+    # -- assignments (AssignmentBindings calls _bind) --------------------
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name) and self._frames.current is not None:
             held = self._operand(value)  # ``mask = self.mask_te``: the name holds the attribute

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.bindings import AssignmentBindings
 from ..analysis.layers import STATE_WORDS, layer_state
 from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
 from ..rule import CLASS, Fix, Rule
@@ -41,7 +42,7 @@ class _Class:
     exempt: bool = False  # registers by hand or moves itself
 
 
-class ModulesInPlainContainer(Rule):
+class ModulesInPlainContainer(AssignmentBindings, Rule):
     r"""**Off by default (opt-in: `extend-select = TDV503`).** Its verdict reads the
     whole class (an `_apply` override, a later `nn.ModuleList(self.layers)` or
     `add_module` elsewhere clear a finding), so every class whose `__init__` builds
@@ -169,22 +170,14 @@ class ModulesInPlainContainer(Rule):
         method = self._frames.current
         return method is not None and method.name == "__init__"
 
-    # -- stores ----------------------------------------------------------
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._store(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._store(node.target, node.value)
-
+    # -- stores (AssignmentBindings calls _bind) ----------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._store(node.target, None)
+        self._bind(node.target, None)
 
-    def _store(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._store(element.value, None)
+                self._bind(element.value, None)
             return
         if isinstance(target, cst.Subscript):  # self.heads["cls"] = nn.Linear(...)
             self._grow(target.value, [value] if value is not None else [], _key(target))
