@@ -151,6 +151,7 @@ class _Scan:
         self._aliases: dict[frozenset, set[str]] = {}
         self._breaks: Optional[list[int]] = None
         self._imported: Optional[frozenset[str]] = None
+        self._assigned: Optional[frozenset] = None
 
     def lines_of(self, word: str) -> list[int]:
         """The line of each place ``word`` occurs (see ``words``)."""
@@ -164,6 +165,21 @@ class _Scan:
         if self._imported is None:
             self._imported = words.names_imported_from(self.source)
         return name in self._imported
+
+    def assigned_word_lines(self, group: set[str]) -> list[tuple[int, int]]:
+        """(line, 0) for each word of ``group`` that may name the innermost call of a
+        value assigned to an attribute (``Rule.ASSIGNED``)."""
+        if self._assigned is None:
+            self._assigned = words.assigned_call_lines(self.tree, self.source.split("\n"))
+        wanted = self.group_words(group)
+        found = []
+        for offset, word in words.offsets_of(self.source, wanted):
+            line = self.line_at(offset)
+            start = offset - (self._breaks[line - 2] + 1 if line > 1 else 0)
+            end = start + len(words.bare(word))
+            if (line, end) in self._assigned or (line, None) in self._assigned:
+                found.append((line, 0))
+        return found
 
     def line_at(self, offset: int) -> int:
         if self._breaks is None:
@@ -191,6 +207,8 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
     groups = [set(group) for group in rule.GROUPS] + [set(rule.READS)]
     located = [(line, number) for number, group in enumerate(groups) for word in scan.group_words(group)
                for line in scan.lines_of(word)]
+    if rule.ASSIGNED:
+        located = [(line, number) for line, number in located if number] + scan.assigned_word_lines(groups[0])
     needed = set(range(len(rule.GROUPS)))
     if not needed <= {number for _, number in located}:
         return []  # a group's words occur nowhere as the rule needs them: its READS are not read

@@ -118,6 +118,11 @@ class Rule:
     # its whole top-level class) together with module-level code: a verdict
     # that reads module-level facts and a class's ``__init__``.
     TOGETHER: ClassVar[Union[bool, str]] = False
+    # True when every finding is a value assigned to an attribute (``x.attr = word(...)``,
+    # possibly followed by method calls, ``torch.zeros(3).long()``) whose innermost call is
+    # named by a word of the first NEEDS group: only those lines count as that group's
+    # words (``nn.Parameter(torch.zeros(3))`` is no such value).
+    ASSIGNED: ClassVar[bool] = False
     GROUPS: ClassVar[Tuple[FrozenSet[str], ...]] = ()  # NEEDS, normalised
 
     def __init_subclass__(cls, **kwargs) -> None:

@@ -137,9 +137,16 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
     module_code = False
     context: list[tuple[_Member, int]] = []
     partial: dict[int, tuple[_Member, list, set]] = {}  # id(unit) -> (unit, classes around it, lines)
+    large: dict[int, tuple[_Member, set, set]] = {}  # id(top) -> (top, rule hit lines, context lines)
     for hit in hits:
         top = index.top_at(hit.line)
         if top is None or hit.line in index.docstring_lines:
+            continue
+        if _table(top) is not None:
+            lines = large.setdefault(id(top), (top, set(), set()))[2 if hit.scope == CONTEXT else 1]
+            lines.add(hit.line)
+            if hit.scope != CONTEXT:
+                module_code = True
             continue
         if hit.scope == CONTEXT:
             context.append((top, hit.line))
@@ -157,6 +164,9 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
         for top in index.top:
             if not top.is_def and top.end - top.start < LARGE_STATEMENT_LINES:
                 _add(keep, top)
+    for top, lines, context_lines in large.values():
+        if lines:
+            keep.update(_display_lines(top, lines | context_lines))
     _keep_statements(keep, partial, context)
     for top, line in context:
         if not top.is_def:
@@ -165,6 +175,38 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
         elif top.members and top.start in keep:  # a class already kept: its class-level guards
             _keep_class_statement(keep, top, line)
     return keep
+
+
+def _table(top: _Member):
+    """The literal display of a large module-level statement (``op_db = [...]``), or None."""
+    stmt = top.node
+    if top.is_def or top.end - top.start < LARGE_STATEMENT_LINES:
+        return None
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)):
+        return None
+    value = stmt.value
+    return value if isinstance(value, (ast.List, ast.Tuple, ast.Set, ast.Dict)) else None
+
+
+def _display_lines(top: _Member, hit_lines: set[int]) -> set[int]:
+    """The lines of a large module-level statement worth parsing: all of them, less
+    the elements of its literal table (``op_db = [...]``, ``data = {...}``) that hold
+    no hit. Elements of one display are independent expressions: a finding inside
+    one never depends on another (tables hold no bindings), and an element is
+    dropped only with the lines up to the next one, so the text still parses."""
+    lines = set(range(top.start, top.end + 1))
+    value = _table(top)
+    if isinstance(value, ast.Dict):
+        spans = [((key or item).lineno, _end(item)) for key, item in zip(value.keys, value.values)]
+    else:
+        spans = [(item.lineno, _end(item)) for item in value.elts]
+    for i, (first, last) in enumerate(spans):
+        previous = spans[i - 1][1] if i else value.lineno
+        following = spans[i + 1][0] if i + 1 < len(spans) else _end(value)
+        dropped = range(first, following)
+        if first > previous and last < following and not hit_lines.intersection(dropped):
+            lines.difference_update(dropped)
+    return lines
 
 
 def _unit_at(top: _Member, line: int) -> tuple[_Member, list]:

@@ -297,3 +297,44 @@ def _dotted_parts(expr: ast.expr) -> Optional[frozenset[str]]:
         return None
     parts.append(expr.id)
     return frozenset(parts)
+
+
+
+def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[tuple[int, Optional[int]]]:
+    """Where a word may name the innermost call of a value assigned to an attribute
+    (``self.x = torch.zeros(3).long()``: ``zeros``), as (line, column where the name
+    ends), and the lines of aliasing statements (imports, ``z = torch.zeros``), where a
+    word may stand for the name such a call uses, as (line, None): the whole line.
+    ``Rule.ASSIGNED``'s necessary condition."""
+    found: set[tuple[int, Optional[int]]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((line, None) for line in range(node.lineno, node.end_lineno + 1))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if all(isinstance(t, ast.Name) for t in targets) and _dotted_parts(node.value) is not None:
+                found.update((line, None) for line in range(node.lineno, node.end_lineno + 1))
+            elif any(isinstance(target, ast.Attribute) for target in targets):
+                callee = _innermost_callee(node.value)
+                if callee is not None:
+                    found.add(_end_of(callee, source_lines))
+    return frozenset(found)
+
+
+def _end_of(node: ast.expr, source_lines: list[str]) -> tuple[int, Optional[int]]:
+    """(line, character column) where ``node`` ends; the whole line (None) where
+    ``ast``'s byte columns are not character columns."""
+    line = node.end_lineno
+    text = source_lines[line - 1] if line <= len(source_lines) else ""
+    return (line, node.end_col_offset) if text.isascii() else (line, None)
+
+
+def _innermost_callee(value: ast.expr) -> Optional[ast.expr]:
+    """``f(...).m(...).n(...)`` -> ``f``; None when ``value`` is no call."""
+    callee = None
+    while isinstance(value, ast.Call):
+        callee = value.func
+        if not isinstance(callee, ast.Attribute) or not isinstance(callee.value, ast.Call):
+            break
+        value = callee.value
+    return callee

@@ -284,6 +284,74 @@ def test_a_class_body_binding_is_not_seen_by_its_methods():
     assert findings(source, rule) == [(8, 15, "TDV701")] == findings(source, rule, full=True)
 
 
+_STATE_MODULE = (
+    "import torch\nfrom torch import nn\n\n\nclass Acc(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n{init}\n\n    def forward(self, p, t):\n"
+    "        self.correct += (p == t).sum()\n        return self.correct\n"
+)
+
+
+def _hits_of(code: str, source: str) -> list:
+    from flake8_torchdevice.engine import _Scan, _rule_hits
+    from flake8_torchdevice.selection import StatementIndex
+
+    tree = ast.parse(source)
+    return _rule_hits(_Scan(source, tree, words.identifiers(source)), RULES_BY_CODE[code], StatementIndex(tree))
+
+
+def test_a_factory_inside_a_parameter_asks_tdv501_for_nothing():
+    # ASSIGNED: a TDV501 finding is ``self.<attr> = factory(...)``; nn/modules' classes
+    # (``nn.Parameter(torch.empty(...))`` in every __init__) were parsed whole for it.
+    wrapped = _STATE_MODULE.format(init="        self.correct = nn.Parameter(torch.zeros(1))")
+    assert _hits_of("TDV501", wrapped) == []
+    rule = [RULES_BY_CODE["TDV501"]]
+    assert findings(wrapped, rule) == [] == findings(wrapped, rule, full=True)
+
+
+@pytest.mark.parametrize(
+    "init",
+    [
+        "        self.correct = torch.zeros(1)",
+        "        self.correct = torch.zeros(\n            1\n        ).long()",
+        "        self.correct: torch.Tensor = torch . zeros(1)",
+        "        z = torch.zeros\n        self.correct = z(1)",
+        "        from torch import zeros as z\n        self.correct = z(1)",
+        "        t = torch\n        self.correct = t.zeros(1)",
+    ],
+)
+def test_every_spelling_of_an_assigned_factory_is_kept_for_tdv501(init):
+    source = _STATE_MODULE.format(init=init)
+    assert _hits_of("TDV501", source)
+    rule = [RULES_BY_CODE["TDV501"]]
+    found = findings(source, rule)
+    assert found == findings(source, rule, full=True)
+    assert [code for *_, code in found] == ["TDV501"]
+
+
+def _table_module(hit_row: str) -> str:
+    rows = "".join(f"    ({i}, {i + 1}),\n" for i in range(250))
+    return (
+        "import torch\n\ndevice = torch.device('cuda')\n"
+        f"TABLE = [\n{rows}{hit_row}    (7,\n     8),\n]\n"
+        "x = torch.zeros(3)\ny = x.cuda()\n"
+    )
+
+
+def test_a_large_table_keeps_only_the_rows_holding_a_word():
+    from flake8_torchdevice.engine import _hits
+    from flake8_torchdevice.selection import StatementIndex, lines_to_keep
+
+    source = _table_module("    torch.zeros(2) + torch.ones(2).to(device),\n")
+    tree = ast.parse(source)
+    index = StatementIndex(tree)
+    keep = lines_to_keep(index, _hits(source, tree, list(ALL_RULES), words.identifiers(source), index))
+    hit_row = 4 + 250 + 1
+    assert hit_row in keep and 4 in keep and 258 in keep  # the row, ``TABLE = [`` and ``]``
+    assert not keep & set(range(5, hit_row))  # 250 rows without a word: not parsed
+    assert findings(source) == findings(source, full=True)
+    assert (hit_row, 4, "TDV601") in findings(source)
+
+
 def test_every_device_position_of_tdv401_holds_a_needed_word():
     # torch.set_default_device(1) was a device position without one: the
     # selective run skipped the function that the whole-file run reported.

@@ -140,6 +140,7 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     # A finding is a factory call in ``__init__``: both words are in that method.
     NEEDS = [FACTORY_NAMES, {"__init__"}]
     TOGETHER = True
+    ASSIGNED = True  # ``self.<attr> = factory(...)``: nn.Parameter(torch.empty(...)) is none
     SCOPE = CLASS  # every method's uses of the attribute decide
 
     def __init__(self, context) -> None:
