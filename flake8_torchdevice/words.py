@@ -299,7 +299,6 @@ def _dotted_parts(expr: ast.expr) -> Optional[frozenset[str]]:
     return frozenset(parts)
 
 
-
 def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[tuple[int, Optional[int]]]:
     """Where a word may name the innermost call of a value assigned to an attribute
     (``self.x = torch.zeros(3).long()``: ``zeros``), as (line, column where the name
