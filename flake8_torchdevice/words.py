@@ -306,7 +306,7 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
     word may stand for the name such a call uses, as (line, None): the whole line.
     ``Rule.ASSIGNED``'s necessary condition."""
     found: set[tuple[int, Optional[int]]] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.update((line, None) for line in range(node.lineno, node.end_lineno + 1))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -318,6 +318,24 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
                 if callee is not None:
                     found.add(_end_of(callee, source_lines))
     return frozenset(found)
+
+
+def _statements(body: list) -> Iterator[ast.stmt]:
+    """Every statement of ``body``, nested ones included; expressions are not entered
+    (no assignment statement lives in one)."""
+    todo = list(reversed(body))
+    while todo:
+        stmt = todo.pop()
+        yield stmt
+        for name in _BODIES:
+            inner = getattr(stmt, name, None)
+            if inner:
+                todo.extend(reversed(inner))
+        for handler in getattr(stmt, "handlers", ()) or getattr(stmt, "cases", ()):
+            todo.extend(reversed(handler.body))
+
+
+_BODIES = ("body", "orelse", "finalbody")
 
 
 def _end_of(node: ast.expr, source_lines: list[str]) -> tuple[int, Optional[int]]:
