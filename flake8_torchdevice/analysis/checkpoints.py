@@ -61,17 +61,33 @@ def _with_cpu(call: cst.Call, position: int) -> cst.Call:
 class RoundTrips:
     """Mixin for a ``Rule``: files written earlier in the same scope. Loading
     them back in the same process (a round trip, common in tests) cannot
-    meet a missing device. A subclass defining these hooks calls ``super()``."""
+    meet a missing device. A file a constructor writes is one every method of
+    its object reads back in that process (``torch.save(model.state_dict(),
+    "init.pt")`` in ``__init__``, the load in ``reset()``): the object exists
+    only after it was written. A subclass defining these hooks calls ``super()``."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._saved: list[set[tuple]] = [set()]
+        # Per scope, the module's first: (is it a class body, the files written by the
+        # constructor of the class it is (a class) or is a method of (a function), or None).
+        self._scopes: list[tuple[bool, Optional[set]]] = [(False, None)]
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append((True, set()))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._saved.append(set())
+        in_class, built = self._scopes[-1]
+        method_of = built if in_class else None  # a function nested in a method is no method
+        self._saved.append(method_of if method_of is not None and node.name.value == "__init__" else set())
+        self._scopes.append((False, method_of))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.pop()
+        self._scopes.pop()
 
     def note_save(self, call: cst.Call, position: int) -> None:
         target = file_argument(call, position)
@@ -79,5 +95,8 @@ class RoundTrips:
             self._saved[-1].add(target)
 
     def saved_here(self, call: cst.Call) -> bool:
-        """Is the file that ``call`` loads (first argument) one saved in this scope?"""
-        return file_argument(call, 0) in self._saved[-1]
+        """Is the file that ``call`` loads (first argument) one saved in this scope,
+        or by the constructor of the object whose method this is?"""
+        target = file_argument(call, 0)
+        built = self._scopes[-1][1]
+        return target in self._saved[-1] or (built is not None and target in built)

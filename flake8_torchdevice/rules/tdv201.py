@@ -88,7 +88,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
       (`lr_scheduler.load_state_dict(torch.load(f))`: numbers only), and a path that names RNG state (`rng_file`,
       `"rng_state.pth"`: generator states, CUDA's included, are CPU tensors);
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
-      `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device;
+      `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device; so is a
+      file a class's `__init__` writes and one of its methods reads (`torch.save(model.state_dict(),
+      "init_params.pt")` in `__init__`, the load in `reset()`): the object exists only once it is written;
     - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
       `conftest.py`, under `tests/`, or importing pytest/unittest), which read back what the test wrote and run where
       the suite's gates put them;
@@ -150,10 +152,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self._tensorless_loads: set[int] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
         bases = [last_name(arg.value) for arg in node.bases]
         self._classes.append(_ClassFrame(is_data_class_name([node.name.value, *bases])))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        super().leave_ClassDef(node)
         frame = self._classes.pop()
         if frame.data and frame.writes:
             return  # a data class reading back what it wrote itself (CPU data code)
