@@ -100,11 +100,12 @@ AVAILABILITY_WORDS = frozenset({"is_available", "device_count", "is_cuda", "*gpu
 _AVAILABILITY_CALLS = ("torch.cuda.is_available", "torch.cuda.device_count")
 
 
-def availability_test(expr: cst.CSTNode, names: NameResolver) -> bool:
+def availability_test(expr: cst.CSTNode, names: NameResolver, options: bool = True) -> bool:
     """A test of whether CUDA is there, not of an option: ``torch.cuda.is_available()``,
-    ``torch.cuda.device_count()``, ``x.is_cuda``, ``args.gpu is not None`` (a GPU
-    was given). ``if use_cuda:`` may be a storage option (keep features on the
-    GPU) in code that needs CUDA anyway: not one."""
+    ``torch.cuda.device_count()``, ``x.is_cuda``, and (with ``options``) ``args.gpu is
+    not None`` (a GPU was given: whether the code runs without one is for the caller to
+    say). ``if use_cuda:`` may be a storage option (keep features on the GPU) in code
+    that needs CUDA anyway: not one."""
     for node in subtree(expr):
         if isinstance(node, cst.Call) and names.qualify(node.func) in _AVAILABILITY_CALLS:
             return True
@@ -112,7 +113,7 @@ def availability_test(expr: cst.CSTNode, names: NameResolver) -> bool:
             return True
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             comparison = node.comparisons[0]
-            if isinstance(comparison.operator, cst.IsNot) and isinstance(comparison.comparator, cst.Name) \
+            if options and isinstance(comparison.operator, cst.IsNot) and isinstance(comparison.comparator, cst.Name) \
                     and comparison.comparator.value == "None" and "gpu" in (last_name(node.left) or "").lower():
                 return True
     return False

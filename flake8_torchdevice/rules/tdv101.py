@@ -47,7 +47,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     function where another `.cuda()` sits under a check that CUDA is there
     (`torch.cuda.is_available()`, `x.is_cuda`, `args.gpu is not None`): the function runs
     without CUDA, and this call breaks it. A flag such as `if use_cuda:` may be a storage
-    option, not a check, and does not count here.
+    option, not a check, and does not count here; nor does a GPU option (`args.gpu is not
+    None`) in a program that also places a module on CUDA without any check (`else:
+    model.cuda()`): it chooses a GPU in code that needs one anyway.
 
     A `.cuda()` is not flagged where the code has already made sure CUDA is there:
 
@@ -189,6 +191,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         self._main: Optional[cst.If] = None  # the module's ``if __name__ == "__main__":`` being walked
         self._main_chooses = False  # that block names a device or moves with .to(device)
         self._checked: set[int] = set()  # ids of device scopes with a .cuda() under a CUDA check
+        # ... under a GPU option alone (``if args.gpu is not None:``): a check only in a
+        # module that can run without CUDA (no module placed on it unchecked).
+        self._option_checked: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -262,8 +267,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     def _note_cuda(self, node: cst.Call) -> None:
         scope = self.device_scope
         if self.cuda_guarded():
-            if any(availability_test(if_node.test, self.names) for if_node, _ in self._if_stack):
+            tests = [if_node.test for if_node, _ in self._if_stack]
+            if any(availability_test(test, self.names, options=False) for test in tests):
                 self._checked.add(id(scope))  # checked right here, not by a decorator, a test name or a flag
+            elif any(availability_test(test, self.names) for test in tests):
+                self._option_checked.add(id(scope))
             return
         self._cuda_calls.append(_CudaCall(
             node, self.context.statement, self._depth > 0, self._main is not None, scope,
@@ -281,12 +289,17 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
         # Only now is the whole module known: its device choices and bindings.
+        # ``model.cuda()`` with no check at all (moco's ``else: model.cuda()`` beside
+        # ``if args.gpu is not None:``): the program needs CUDA, and a GPU option is no check.
+        needs_cuda = any(call.module for call in self._cuda_calls)
         for call in self._cuda_calls:
             if id(call.node) in self._collective_inputs or call.scope.cuda_bound() or call.scope.offloads:
                 # NCCL wants the current GPU; a scope placing on literal CUDA needs it anyway; one
                 # that moves modules to .cuda() and back with .cpu() offloads by hand, GPU-only
                 continue
-            if id(call.scope) in self._checked:  # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``
+            checked = id(call.scope) in self._checked
+            if checked or (id(call.scope) in self._option_checked and not needs_cuda):
+                # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``, where CUDA may be missing
                 message = self.BESIDE_CHECK
             elif call.named or not self.choice_for(call.module):
                 continue  # ``.cuda(rank)`` names its device; nothing chosen for this kind of value

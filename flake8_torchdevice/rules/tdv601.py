@@ -64,7 +64,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
       on purpose (`lengths` for `pack_padded_sequence`);
     - a factory without `device=` after `torch.set_default_device(...)` (or
-      `set_default_tensor_type`) in the same scope: it lands on that default device;
+      `set_default_tensor_type`) in the same scope, or anywhere in a function of a module
+      whose own code sets one (`if args.cuda: torch.set_default_tensor_type(
+      "torch.cuda.FloatTensor")`): it lands on that default device;
     - the targets and lengths of a CTC loss (`nn.CTCLoss`, `F.ctc_loss`, or any loss called with four positional
       arguments: log-probabilities, targets, input lengths, target lengths), which CTC takes on the CPU too (cuDNN's
       CTC requires CPU lengths);

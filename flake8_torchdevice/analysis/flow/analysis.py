@@ -21,7 +21,10 @@ def flow_of(context, node: "cst.CSTNode") -> Flow:
     cache = context.__dict__.setdefault("_device_flow", {})
     key = id(node)
     if key not in cache:
-        cache[key] = (node, _Analysis(context).run(node, _facts_for(context, node)))
+        analysis = _Analysis(context)
+        facts = context.__dict__.get("_flow_facts")
+        analysis.default_device = facts is not None and isinstance(node, cst.FunctionDef) and facts.default_device
+        cache[key] = (node, analysis.run(node, _facts_for(context, node)))
     return cache[key][1]
 
 
@@ -30,7 +33,9 @@ def start_file(context, module: "cst.Module") -> None:
     if "_flow_facts" not in context.__dict__:
         facts = FileFacts(module)
         context._flow_facts = facts
-        facts.globals = crossing(flow_of(context, module).env)
+        top = flow_of(context, module)
+        facts.globals = crossing(top.env)
+        facts.default_device = top.default_device
 
 
 def _facts_for(context, node) -> dict:
@@ -83,6 +88,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         except RecursionError:
             return Flow()
         self.flow.env = env
+        self.flow.default_device = self.default_device
         for where, sibling, placed, index, module in self.pending:
             loop = sibling.loop
             # Left behind: a sibling was moved (or this element, inline only: the

@@ -12,7 +12,7 @@ from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Value, placed_result,
 )
 from .words import (
-    COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DTYPES, FRAMEWORK_CALLS, KEEPING_METHODS, REDUCTIONS,
+    COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS, KEEPING_METHODS, REDUCTIONS,
     SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
@@ -261,7 +261,6 @@ class Calls:
 
 
 # After these, a factory without device= lands on the default device (not known to be the CPU).
-DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})

@@ -37,6 +37,9 @@ class FileFacts:
         self.globals: dict = {}
         self.classes: dict = {}  # id(method) -> its ClassDef
         self.by_class: dict = {}  # id(ClassDef) -> {"self.x": Value}
+        # The module's code sets a default device (``torch.set_default_tensor_type(
+        # "torch.cuda.FloatTensor")`` under ``if args.cuda:``): its functions' factories follow it.
+        self.default_device = False
         self._collect(module.body)
 
     def _collect(self, body) -> None:

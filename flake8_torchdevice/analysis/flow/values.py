@@ -61,13 +61,14 @@ class Meet:
 class Flow:
     """What one scope proves: the meetings found in it."""
 
-    __slots__ = ("meets", "siblings", "numpys", "env")
+    __slots__ = ("meets", "siblings", "numpys", "env", "default_device")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
         self.siblings: list = []  # Meet: a loader element left behind (TDV602)
         self.numpys: list = []  # Meet(node, None, placed): NumPy of a placed tensor (TDV603)
         self.env: dict = {}  # name -> Value at the scope's end (the facts other scopes read)
+        self.default_device = False  # the scope called ``torch.set_default_device(...)`` or the like
 
 
 def same(a: Optional[Value], b: Optional[Value]) -> bool:

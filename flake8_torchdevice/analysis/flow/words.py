@@ -44,6 +44,9 @@ KEEPING_METHODS = frozenset(
     round floor ceil neg sign square T mT""".split()
 )
 # Calls whose results a framework places (Accelerate, Fabric).
+# Calls that set where later factories land; the flow reads them anywhere in the file.
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+DEFAULT_DEVICE_WORDS = frozenset(name.rpartition(".")[2] for name in DEFAULT_DEVICE_SETTERS)
 FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
 # Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
 CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes")
