@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..analysis.flow import FlowReports
+from ..analysis.flow.words import COLLECTIVE_WORDS
 from ..analysis.vocabulary import FACTORY_NAMES
 from ..rule import DEFINITION, Rule
 
@@ -30,7 +31,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
-      and a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`).
+      a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`), and a CPU tensor (0-dim
+      ones too) handed to a `torch.distributed` collective (`all_reduce`, `broadcast`,
+      `all_gather`, `send`, ...) in a file that starts an NCCL group
+      (`init_process_group("nccl")`, a `--dist-backend` defaulting to `"nccl"`): NCCL serves
+      CUDA tensors only.
 
     ## Why is this bad?
     Torch never moves tensors implicitly. A model moved to the GPU and fed a tensor built on
@@ -75,13 +80,22 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - a factory without `device=` meeting a function's input that the function did not move: TDV502 (opt-in)
       reports that; once the input is moved (`x = x.to(device)`), the meeting is TDV601's;
     - a loader element left on the CPU while its sibling was moved: TDV602 reports that;
-    - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU.
+    - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU;
+    - a collective given a `group` (it may be a Gloo group kept for CPU tensors), and collectives in a file that
+      never names NCCL.
 
     ## The error torch raises
     On a GPU machine:
 
     ```
     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    for a CPU tensor in an NCCL collective (also on a CPU machine, where a group whose only
+    backend serves CUDA, `init_process_group("cuda:gloo")`, stands in for NCCL):
+
+    ```
+    RuntimeError: No backend type associated with device type cpu
     ```
 
     and, for a CPU tensor indexed by a CUDA one:
@@ -111,7 +125,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=. CPU: a factory, .cpu(), or a
     # destination that names the CPU (.to("cpu"), .to(cpu_device)).
-    NEEDS = [{".to(", ".cuda(", "device="}, {name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
+    NEEDS = [{".to(", ".cuda(", "device="} | COLLECTIVE_WORDS, {name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):

@@ -11,6 +11,7 @@ from .facts import SELF, FileFacts, crossing
 from .loops import Loops
 from .statements import Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
+from .words import starts_nccl
 
 
 def flow_of(context, node: "cst.CSTNode") -> Flow:
@@ -24,6 +25,7 @@ def flow_of(context, node: "cst.CSTNode") -> Flow:
         analysis = _Analysis(context)
         facts = context.__dict__.get("_flow_facts")
         analysis.default_device = facts is not None and isinstance(node, cst.FunctionDef) and facts.default_device
+        analysis.nccl = facts.nccl if facts is not None else starts_nccl(context.source)
         cache[key] = (node, analysis.run(node, _facts_for(context, node)))
     return cache[key][1]
 
@@ -32,6 +34,7 @@ def start_file(context, module: "cst.Module") -> None:
     """Once per file, before any function: the module's facts."""
     if "_flow_facts" not in context.__dict__:
         facts = FileFacts(module)
+        facts.nccl = starts_nccl(context.source)
         context._flow_facts = facts
         top = flow_of(context, module)
         facts.globals = crossing(top.env)
@@ -67,6 +70,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.default_device = False  # ``torch.set_default_device(...)`` ran earlier in this scope
+        self.nccl = False  # the file starts an NCCL group
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:

@@ -9,10 +9,10 @@ from ..code import argument, code_of, last_name, string_value
 from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
 from .facts import key_of
 from .values import (
-    BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Value, placed_result,
+    BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value, placed_result,
 )
 from .words import (
-    COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS,
+    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS,
     KEEPING_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
@@ -30,6 +30,9 @@ class Calls:
             self.default_device = True  # every later factory without device= lands there
             for arg in call.args:
                 self.ev(arg.value, env)
+            return None
+        if self.nccl and qualified.startswith("torch.distributed.") and qualified[18:] in COLLECTIVES:
+            self.collective(call, qualified[18:], env)
             return None
         if qualified == "torch.onnx.export":
             args = [self.ev(arg.value, env) for arg in call.args]
@@ -82,6 +85,23 @@ class Calls:
         if callee is not None and callee.kind in (INPUT, OBJECT):
             return placed_result([v for _, v in args])  # a module given placed inputs answers on their device
         return None
+
+    def collective(self, call: cst.Call, name: str, env: dict) -> None:
+        """``dist.all_reduce(total)`` in a file that starts NCCL: a CPU tensor meets a
+        communicator that serves CUDA tensors only (even a 0-dim one). A ``group`` may be a
+        Gloo group for CPU tensors: then nothing is known."""
+        tensors, group = COLLECTIVES[name]
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        values = [self.ev(arg.value, env) for arg in call.args]
+        if len(positional) > group or any(arg.keyword is not None and arg.keyword.value == "group"
+                                          for arg in call.args):
+            return
+        nccl = Value(PLACED, f"the NCCL collective {name}")
+        for position in tensors:
+            if position < len(positional):
+                value = values[call.args.index(positional[position])]
+                if value is not None and value.kind == CPU and not self.mute:
+                    self.flow.meets.append(Meet(call, value, nccl, self.index))
 
     def module_call(self, call, module: Value, args) -> Value:
         """A placed module called: each CPU argument meets it. A module of a

@@ -40,6 +40,7 @@ class FileFacts:
         # The module's code sets a default device (``torch.set_default_tensor_type(
         # "torch.cuda.FloatTensor")`` under ``if args.cuda:``): its functions' factories follow it.
         self.default_device = False
+        self.nccl = False  # the file starts an NCCL group: collectives need CUDA tensors
         self._collect(module.body)
 
     def _collect(self, body) -> None:

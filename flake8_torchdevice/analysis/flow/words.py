@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from ...words import joined_words
 
 # Reading these gives no device-bound tensor.
 META_ATTRS = frozenset("shape dtype ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -47,6 +50,26 @@ KEEPING_METHODS = frozenset(
 # Calls that set where later factories land; the flow reads them anywhere in the file.
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 DEFAULT_DEVICE_WORDS = frozenset(name.rpartition(".")[2] for name in DEFAULT_DEVICE_SETTERS)
+# torch.distributed collectives: (positions of their tensor arguments, position of ``group``).
+# Over NCCL every tensor must be a CUDA tensor.
+COLLECTIVES = {
+    "all_reduce": ((0,), 2), "broadcast": ((0,), 2), "reduce": ((0,), 3), "all_gather": ((1,), 2),
+    "all_gather_into_tensor": ((0, 1), 2), "reduce_scatter_tensor": ((0, 1), 3),
+    "all_to_all_single": ((0, 1), 4), "gather": ((0,), 3), "scatter": ((0,), 3),
+    "send": ((0,), 2), "recv": ((0,), 2), "isend": ((0,), 2), "irecv": ((0,), 2),
+}
+COLLECTIVE_WORDS = frozenset(name + "(" for name in COLLECTIVES)
+_NCCL_LITERAL = re.compile(r"""["']nccl["']""")
+
+
+def starts_nccl(source: str) -> bool:
+    """Does the file start an NCCL group: ``init_process_group("nccl")``, a ``--dist-backend``
+    defaulting to "nccl", ``"nccl" if torch.cuda.is_available() else "gloo"``?"""
+    if "init_process_group" not in source:
+        return False
+    return _NCCL_LITERAL.search(source) is not None or any(word == "nccl" for _, word in joined_words(source))
+
+
 FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
 # Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
 CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes")
