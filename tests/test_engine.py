@@ -112,9 +112,14 @@ def test_module_level_hit_skips_huge_statements_without_a_hit():
     hit = source.count("\n")  # the last line
     keep = keep_for(source, (hit, MEMBER))
     assert keep == {1, hit}
-    # ...but a hit inside the huge statement keeps it.
+    # ...a hit inside a huge literal table keeps its row, with the lines that open and close it...
     keep = keep_for(source, (3, MEMBER))
-    assert set(range(2, hit)) <= keep
+    assert keep == {1, 2, 3, hit - 1, hit}
+    # ...and a hit inside any other huge statement keeps all of it.
+    call = "TABLE = dict(\n" + "    a=1,\n" * LARGE_STATEMENT_LINES + ")\n"
+    source = "import torch\n" + call + "model = torch.load('x')\n"
+    keep = keep_for(source, (3, MEMBER))
+    assert set(range(2, source.count("\n"))) <= keep
 
 
 def test_reports_land_on_original_positions_after_pruning():
