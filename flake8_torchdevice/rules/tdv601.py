@@ -27,7 +27,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       module (or of a parameter or object called with placed inputs), results of ops on
       placed values; a device that may be CUDA counts (`"cuda" if ... else "cpu"`,
       `args.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
-      placed after it: on a GPU machine that branch runs;
+      placed after it: on a GPU machine that branch runs (so a value such a branch moves
+      back, `if use_gpu: x = x.cpu()`, is on the CPU after it);
     - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,

@@ -38,7 +38,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     - tensors whose device the code does not prove (parameters, attributes `__init__` does not place, unknown
       calls);
     - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`),
-      `.numpy(force=True)`;
+      `.numpy(force=True)`, including a move back under the CUDA check that placed the value
+      (`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()`): on a GPU machine that branch runs;
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves;
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 

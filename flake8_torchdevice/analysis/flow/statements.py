@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..._lazy import cst
 from ..code import code_of, param_names, string_value, subtree, target_names
-from ..guards import _expects_failure, is_no_cuda_test
+from ..guards import _expects_failure, is_cuda_test, is_no_cuda_test
 from .facts import is_main_guard, key_of
 from .values import BOUND, CPU, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
@@ -124,6 +124,8 @@ class Statements:
             else:
                 self.block(body_of(node.orelse.body), else_env)
             self.mute -= cuda_only_else
+        elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names):
+            _gpu_path_wins(env, body_env, else_env)
         merged = merge(body_env, else_env)
         env.clear()
         env.update(merged)
@@ -164,6 +166,17 @@ def params_of(node: cst.FunctionDef) -> list:
 
 def body_of(suite) -> list:
     return list(suite.body) if isinstance(suite, cst.IndentedBlock) else [cst.SimpleStatementLine(body=suite.body)]
+
+
+def _gpu_path_wins(before: dict, body: dict, other: dict) -> None:
+    """``if use_gpu: imgs = imgs.cpu()`` (no ``else``): on a GPU machine the body runs, so
+    a placed value it rebinds is what follows the ``if``, not the placed one."""
+    for name, value in before.items():
+        if value.kind in (PLACED, MOVED) and body.get(name) is not value:
+            if name in body:
+                other[name] = body[name]
+            else:
+                other.pop(name, None)
 
 
 def _cpu_only_test(test, names) -> bool:
