@@ -255,8 +255,7 @@ def _top_key(index: StatementIndex, line: int) -> int:
 def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
-    from .positions import file_positions  # LibCST's metadata and node classes: only now needed
-    from .walk import BatchedWalker
+    from .walk import BatchedWalker  # LibCST's node classes: only now needed
 
     text, numbers = compact(lines, keep)
     starts = sorted({statement_start(stmt) for stmt in tree.body} & keep)
@@ -284,6 +283,8 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
         walker.walk_module(module, context.enter_statement)
         if not context.reports:
             return Result()
+        from .positions import file_positions  # LibCST's metadata: only for a file with a report
+
         placed = file_positions(module, context.reports, numbers, starts)
         if not keep_reports:
             return Result(violations=[violation for violation, _ in placed])
