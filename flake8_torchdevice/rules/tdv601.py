@@ -17,8 +17,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
     Follows, through each function (or one module's top level), what the code proves about
     where each value lives, and flags the place where a CPU value and a placed value meet in
     an operation that needs one device. A function also sees what the module's code proves
-    (a model placed at module level or in the `if __name__ == "__main__":` block), and a
-    method what its class's `__init__` proves of `self.x` (`self.model = Net().to(device)`):
+    (a model placed at module level or in the `if __name__ == "__main__":` block), a
+    top-level function what the module's own calls give it (`summarize(model)` after
+    `model = Net().to(device)`: its parameter `model` is placed), and a method what its
+    class's `__init__` proves of `self.x` (`self.model = Net().to(device)`):
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
       `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values;

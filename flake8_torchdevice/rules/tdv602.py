@@ -15,7 +15,8 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     function, or the output derived from a moved sibling) while a sibling element of the same
     batch was moved with `.to(device)` / `.cuda()` and this one was not; and a batch element
     fed, never moved, to a placed model (placed in the function, at module level, in the
-    `__main__` block or in `__init__`).
+    `__main__` block or in `__init__`, or given placed by the module's own call:
+    `evaluate(model, test_loader)` after `model = Net().to(device)`).
 
     ## Why is this bad?
     A loader yields CPU tensors. Moving the inputs and forgetting the labels is the classic

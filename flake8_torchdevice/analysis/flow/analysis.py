@@ -26,6 +26,8 @@ def flow_of(context, node: "cst.CSTNode") -> Flow:
         facts = context.__dict__.get("_flow_facts")
         analysis.default_device = facts is not None and isinstance(node, cst.FunctionDef) and facts.default_device
         analysis.nccl = facts.nccl if facts is not None else starts_nccl(context.source)
+        if facts is not None and isinstance(node, cst.FunctionDef) and facts.functions.get(node.name.value) is node:
+            analysis.given = facts.placed_params.get(node.name.value, {})
         cache[key] = (node, analysis.run(node, _facts_for(context, node)))
     return cache[key][1]
 
@@ -39,6 +41,7 @@ def start_file(context, module: "cst.Module") -> None:
         top = flow_of(context, module)
         facts.globals = crossing(top.env)
         facts.default_device = top.default_device
+        facts.note_calls(top.calls)
 
 
 def _facts_for(context, node) -> dict:
@@ -71,6 +74,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.default_device = False  # ``torch.set_default_device(...)`` ran earlier in this scope
         self.nccl = False  # the file starts an NCCL group
+        self.given: dict = {}  # parameters the module's code gives a placed value: name -> Value
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:
@@ -78,7 +82,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.facts = facts
         if isinstance(node, cst.FunctionDef):
             for param in params_of(node):
-                env[param] = Value(INPUT, param, param=True)
+                env[param] = self.given.get(param) or Value(INPUT, param, param=True)
             body = body_of(node.body)
         else:
             body = node.body

@@ -66,6 +66,8 @@ class Calls:
             return self.method(call, call.func, env)
         callee = self.ev(call.func, env)
         args = [(arg, self.ev(arg.value, env)) for arg in call.args]
+        if isinstance(call.func, cst.Name) and any(v is not None and v.kind in (PLACED, MOVED) for _, v in args):
+            self.flow.calls.append((call.func.value, args))  # ``evaluate(model, loader)``: what it is given
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None
@@ -266,7 +268,8 @@ class Calls:
             return result
         cpu = [v for v in values if v is not None and v.kind == CPU]
         if cpu and len(cpu) == len(values):
-            return Value(CPU, cpu[0].label, zero=all(v.zero for v in cpu), factory=cpu[0].factory)
+            zero = all(v.zero for v in cpu) or _reduces_all(call, qualified)
+            return Value(CPU, cpu[0].label, zero=zero, factory=cpu[0].factory)
         return None
 
     def flat(self, expr, env: dict) -> list:
@@ -284,6 +287,13 @@ class Calls:
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def _reduces_all(call: cst.Call, qualified: str) -> bool:
+    """``torch.max(t)`` / ``torch.sum(t)``: a reduction of every element is 0-dim."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    return qualified.rpartition(".")[2] in REDUCTIONS and len(positional) == 1 and not keywords & {"dim", "axis"}
 
 
 def _keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:

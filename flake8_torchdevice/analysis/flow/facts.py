@@ -41,7 +41,31 @@ class FileFacts:
         # "torch.cuda.FloatTensor")`` under ``if args.cuda:``): its functions' factories follow it.
         self.default_device = False
         self.nccl = False  # the file starts an NCCL group: collectives need CUDA tensors
+        # Top-level functions, and the parameters module code calls them with a placed value
+        # (``evaluate(model, test_loader)`` after ``model = Net().to(device)``): name -> {param: Value}.
+        self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        self.placed_params: dict = {}
         self._collect(module.body)
+
+    def note_calls(self, calls: list) -> None:
+        """The module's calls of its own functions: a parameter given a placed value there is
+        placed in the function (on a GPU machine that call runs)."""
+        for name, args in calls:
+            function = self.functions.get(name)
+            if function is None:
+                continue
+            params = function.params
+            positional = [p.name.value for p in list(params.posonly_params) + list(params.params)]
+            named = set(positional) | {p.name.value for p in params.kwonly_params}
+            found = self.placed_params.setdefault(name, {})
+            for index, (arg, value) in enumerate(args):
+                if value is None or value.kind not in (PLACED, MOVED) or arg.star:
+                    continue
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                param = keyword if keyword in named else positional[index] if keyword is None and index < len(
+                    positional) else None
+                if param is not None:
+                    found.setdefault(param, value.derived(label=param))
 
     def _collect(self, body) -> None:
         for statement in body:

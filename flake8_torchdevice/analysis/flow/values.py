@@ -61,7 +61,7 @@ class Meet:
 class Flow:
     """What one scope proves: the meetings found in it."""
 
-    __slots__ = ("meets", "siblings", "numpys", "env", "default_device")
+    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
@@ -69,6 +69,7 @@ class Flow:
         self.numpys: list = []  # Meet(node, None, placed): NumPy of a placed tensor (TDV603)
         self.env: dict = {}  # name -> Value at the scope's end (the facts other scopes read)
         self.default_device = False  # the scope called ``torch.set_default_device(...)`` or the like
+        self.calls: list = []  # (name, [(Arg, Value)]): calls of plain names given a placed value
 
 
 def same(a: Optional[Value], b: Optional[Value]) -> bool:
