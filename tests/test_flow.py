@@ -117,3 +117,30 @@ def test_factories_after_set_default_device_are_not_cpu_values():
     )
     assert codes(source) == []
     assert codes(source.replace("    torch.set_default_device(device)\n", "    pass\n")) == [("TDV601", 9)]
+
+
+@pytest.mark.parametrize(
+    "call, found",
+    [
+        ("summarize(model)", [("TDV601", 6)]),
+        ("summarize(model=model)", [("TDV601", 6)]),
+        ("summarize(nn.Linear(8, 3))", []),  # not placed: nothing is given
+        ("summarize(*[model])", []),  # a starred argument binds no known parameter
+        ("other(model)", []),  # another function's argument says nothing of summarize's
+    ],
+)
+def test_module_code_gives_a_top_level_function_its_placed_arguments(call, found):
+    source = (
+        "def summarize(model):\n    dummy = torch.randn(1, 8)\n    return model(dummy)\n\n\n"
+        f"def other(net):\n    return net\n\n\nmodel = nn.Linear(8, 3).cuda()\n{call}\n"
+    )
+    assert codes(source) == found
+
+
+def test_a_move_back_under_the_guard_that_placed_it_is_on_the_cpu():
+    source = (
+        "def f(model, x, use_gpu):\n    if use_gpu:\n        model, x = model.cuda(), x.cuda()\n"
+        "    out = model(x)\n    if use_gpu:\n        out = out.cpu()\n    return out.numpy()\n"
+    )
+    assert codes(source) == []
+    assert codes(source.replace("        out = out.cpu()\n", "        out = out + 1\n")) == [("TDV603", 10)]

@@ -54,17 +54,10 @@ class FileFacts:
             function = self.functions.get(name)
             if function is None:
                 continue
-            params = function.params
-            positional = [p.name.value for p in list(params.posonly_params) + list(params.params)]
-            named = set(positional) | {p.name.value for p in params.kwonly_params}
             found = self.placed_params.setdefault(name, {})
             for index, (arg, value) in enumerate(args):
-                if value is None or value.kind not in (PLACED, MOVED) or arg.star:
-                    continue
-                keyword = arg.keyword.value if arg.keyword is not None else None
-                param = keyword if keyword in named else positional[index] if keyword is None and index < len(
-                    positional) else None
-                if param is not None:
+                param = _param_for(function.params, arg, index)
+                if param is not None and value is not None and value.kind in (PLACED, MOVED):
                     found.setdefault(param, value.derived(label=param))
 
     def _collect(self, body) -> None:
@@ -80,6 +73,18 @@ class FileFacts:
             if isinstance(member, cst.FunctionDef) and member.name.value in _SETUP_METHODS:
                 return member
         return None
+
+
+def _param_for(params: "cst.Parameters", arg: "cst.Arg", index: int) -> Optional[str]:
+    """The parameter that the ``index``-th argument of a call binds (positional arguments
+    come first, so ``index`` is a positional one's position); None for ``*args``."""
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if arg.star:
+        return None
+    if arg.keyword is None:
+        return positional[index] if index < len(positional) else None
+    keyword = arg.keyword.value
+    return keyword if keyword in positional or keyword in {p.name.value for p in params.kwonly_params} else None
 
 
 def key_of(expr) -> Optional[str]:
