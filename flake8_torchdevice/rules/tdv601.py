@@ -81,7 +81,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`,
       `if not torch.cuda.is_available()`, the `else` of a CUDA check);
     - a factory without `device=` meeting a function's input that the function did not move: TDV502 (opt-in)
-      reports that; once the input is moved (`x = x.to(device)`), the meeting is TDV601's;
+      reports that; once the input is moved (`x = x.to(device)`), or the module's own code calls the function
+      with a placed value, the meeting is TDV601's;
     - a loader element left on the CPU while its sibling was moved: TDV602 reports that;
     - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU;
     - a collective given a `group` (it may be a Gloo group kept for CPU tensors), and collectives in a file that
