@@ -205,10 +205,11 @@ _NEWLINE = re.compile("\n")
 
 def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]]:
     groups = [set(group) for group in rule.GROUPS] + [set(rule.READS)]
-    located = [(line, number) for number, group in enumerate(groups) for word in scan.group_words(group)
-               for line in scan.lines_of(word)]
+    first = 1 if rule.ASSIGNED else 0  # ASSIGNED: the first group's words count only where assigned
+    located = [(line, number) for number, group in enumerate(groups) if number >= first
+               for word in scan.group_words(group) for line in scan.lines_of(word)]
     if rule.ASSIGNED:
-        located = [(line, number) for line, number in located if number] + scan.assigned_word_lines(groups[0])
+        located += scan.assigned_word_lines(groups[0])
     needed = set(range(len(rule.GROUPS)))
     if not needed <= {number for _, number in located}:
         return []  # a group's words occur nowhere as the rule needs them: its READS are not read

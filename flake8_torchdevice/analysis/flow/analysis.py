@@ -22,13 +22,7 @@ def flow_of(context, node: "cst.CSTNode") -> Flow:
     cache = context.__dict__.setdefault("_device_flow", {})
     key = id(node)
     if key not in cache:
-        analysis = _Analysis(context)
-        facts = context.__dict__.get("_flow_facts")
-        analysis.default_device = facts is not None and isinstance(node, cst.FunctionDef) and facts.default_device
-        analysis.nccl = facts.nccl if facts is not None else starts_nccl(context.source)
-        if facts is not None and isinstance(node, cst.FunctionDef) and facts.functions.get(node.name.value) is node:
-            analysis.given = facts.placed_params.get(node.name.value, {})
-        cache[key] = (node, analysis.run(node, _facts_for(context, node)))
+        cache[key] = (node, _Analysis(context, node).run(node, _facts_for(context, node)))
     return cache[key][1]
 
 
@@ -64,7 +58,7 @@ class _Analysis(Statements, Loops, Expressions, Calls):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, node) -> None:
         self.names = context.names
         self.is_test = context.is_test
         self.flow = Flow()
@@ -72,9 +66,14 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.pending: list = []  # (node, sibling, placed, statement, module call?): decided at the end
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
-        self.default_device = False  # ``torch.set_default_device(...)`` ran earlier in this scope
-        self.nccl = False  # the file starts an NCCL group
-        self.given: dict = {}  # parameters the module's code gives a placed value: name -> Value
+        # What the file proves before this scope starts (``start_file`` made ``_flow_facts``
+        # before the first scope): whether it starts an NCCL group and, for a function, the
+        # default device module code sets and the placed values it calls the function with.
+        facts = context.__dict__.get("_flow_facts")
+        function = facts is not None and isinstance(node, cst.FunctionDef)
+        self.nccl = facts is not None and facts.nccl
+        self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
+        self.given: dict = facts.given_to(node) if function else {}  # parameter name -> Value
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:

@@ -66,8 +66,10 @@ class Calls:
             return self.method(call, call.func, env)
         callee = self.ev(call.func, env)
         args = [(arg, self.ev(arg.value, env)) for arg in call.args]
-        if isinstance(call.func, cst.Name) and any(v is not None and v.kind in (PLACED, MOVED) for _, v in args):
-            self.flow.calls.append((call.func.value, args))  # ``evaluate(model, loader)``: what it is given
+        if self.index is not None and isinstance(call.func, cst.Name) and any(
+            v is not None and v.kind in (PLACED, MOVED) for _, v in args
+        ):
+            self.flow.calls.append((call.func.value, args))  # module code's ``evaluate(model, loader)``
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None
@@ -283,7 +285,6 @@ class Calls:
                 self.meet(node, a, b)
 
 
-# After these, a factory without device= lands on the default device (not known to be the CPU).
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})

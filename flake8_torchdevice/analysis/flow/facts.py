@@ -60,6 +60,11 @@ class FileFacts:
                 if param is not None and value is not None and value.kind in (PLACED, MOVED):
                     found.setdefault(param, value.derived(label=param))
 
+    def given_to(self, function: "cst.FunctionDef") -> dict:
+        """The placed values module code calls ``function`` with, by parameter (top-level functions only)."""
+        name = function.name.value
+        return self.placed_params.get(name, {}) if self.functions.get(name) is function else {}
+
     def _collect(self, body) -> None:
         for statement in body:
             if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):

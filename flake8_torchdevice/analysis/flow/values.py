@@ -69,7 +69,7 @@ class Flow:
         self.numpys: list = []  # Meet(node, None, placed): NumPy of a placed tensor (TDV603)
         self.env: dict = {}  # name -> Value at the scope's end (the facts other scopes read)
         self.default_device = False  # the scope called ``torch.set_default_device(...)`` or the like
-        self.calls: list = []  # (name, [(Arg, Value)]): calls of plain names given a placed value
+        self.calls: list = []  # (name, [(Arg, Value)]): module code's calls of plain names given a placed value
 
 
 def same(a: Optional[Value], b: Optional[Value]) -> bool:

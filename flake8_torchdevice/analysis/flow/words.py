@@ -46,8 +46,8 @@ KEEPING_METHODS = frozenset(
     unsqueeze_ index_select gather type_as add sub mul div pow matmul mm bmm eq ne lt le gt ge
     round floor ceil neg sign square T mT""".split()
 )
-# Calls whose results a framework places (Accelerate, Fabric).
-# Calls that set where later factories land; the flow reads them anywhere in the file.
+# Calls after which a factory without device= lands on the default device (not known to be
+# the CPU); the flow reads them anywhere in the file.
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 DEFAULT_DEVICE_WORDS = frozenset(name.rpartition(".")[2] for name in DEFAULT_DEVICE_SETTERS)
 # torch.distributed collectives: (positions of their tensor arguments, position of ``group``).
@@ -70,6 +70,7 @@ def starts_nccl(source: str) -> bool:
     return _NCCL_LITERAL.search(source) is not None or any(word == "nccl" for _, word in joined_words(source))
 
 
+# Calls whose results a framework places (Accelerate, Fabric).
 FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
 # Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
 CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes")
