@@ -308,3 +308,22 @@ def test_a_move_that_is_used_is_not_reported():
 
 def test_tdv102_message_names_the_fix():
     assert "x = x.to(device)" in DiscardedTensorMove.MESSAGE
+
+
+@pytest.mark.parametrize("flag, reported", [
+    ("gather_on_cpu", False),  # where results are kept: the code runs on CUDA either way
+    ("self.cudaEfficient", False),
+    ("offload", False),
+    ("args.cpu", True),  # the user's choice to run on the CPU
+    ("use_cpu", True),
+    ("not torch.cuda.is_available()", True),
+])
+def test_a_choice_on_a_storage_flag_is_not_a_cpu_path(flag, reported):
+    source = f"""\
+        import torch
+        def run(model, batch, args, gather_on_cpu=False, offload=False, use_cpu=False):
+            device = "cpu" if {flag} else "cuda"
+            out = model(batch.to(device))
+            return out.to(batch.device), torch.ones(1).cuda()
+        """
+    assert (found(source) == [(5, "TDV101")]) is reported

@@ -193,3 +193,71 @@ def test_tdv201_a_load_in_the_body_of_a_cuda_flag_runs_where_cuda_is():
     # A negated flag's body is the CPU branch; so is the branch without a chosen GPU.
     assert found(source.replace("if args.cuda:", "if not args.cuda:"), TorchLoadWithoutMapLocation) == [3]
     assert found(source.replace("if args.cuda:", "if args.gpu is None:"), TorchLoadWithoutMapLocation) == [3]
+
+
+def _in(source: str, filename: str, full: bool = False) -> list[int]:
+    result = check_source(textwrap.dedent(source), rules=(TorchLoadWithoutMapLocation,), filename=filename,
+                          strict=True, full=full)
+    assert result.error is None, result.error
+    return [v.line for v in result.violations]
+
+
+_SESSION = """\
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    for epochs in (5, 10):
+        name = f"07_{arch}_{epochs}_epochs.pth"
+        utils.save_model(model=model.to(device), target_dir="models", model_name=name)
+    best = "models/07_effnet_10_epochs.pth"
+    model.load_state_dict(torch.load(best))
+    other.load_state_dict(torch.load("models/published_weights.pth"))
+    """
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_notebook_reads_back_what_an_earlier_cell_saved(full):
+    """A notebook is one session on one machine: a file saved by an earlier cell (here through a
+    save helper, its name an f-string) loads back wherever it was written. A file it did not
+    save may come from another machine; a script may run again elsewhere."""
+    assert _in(_SESSION, "train.ipynb", full) == [8]
+    assert _in(_SESSION, "train.py", full) == [7, 8]
+    # The literal tail of the f-string must match: another extension is another file.
+    assert _in(_SESSION.replace('{epochs}_epochs.pth', '{epochs}_epochs.pt'), "train.ipynb", full) == [7, 8]
+
+
+def test_tdv201_a_notebooks_helper_is_not_a_library_loading_a_users_path():
+    """A notebook's function is called by the notebook: its path parameter is no sign of
+    another machine. With a CPU path in the notebook, it is reported as any load is."""
+    source = """\
+        import torch
+        def load_checkpoint(filepath):
+            return torch.load(filepath)
+        model = load_checkpoint("checkpoint.pth")
+        """
+    assert _in(source, "lesson.ipynb") == []
+    assert _in(source, "lesson.py") == [3]
+    with_cpu_path = source + 'device = "cuda" if torch.cuda.is_available() else "cpu"\n'
+    assert _in(with_cpu_path, "lesson.ipynb") == [3]
+
+
+def test_tdv201_a_cpu_saved_file_named_in_steps_is_still_the_same_file():
+    """The saver and the loader build the same name through local names: what the saver wrote
+    after ``.cpu()`` loads anywhere. A name the module never saved on the CPU is still reported."""
+    source = """\
+        import os
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        def save_network(network, label, epoch, save_dir):
+            save_filename = "%s_net_%s.pth" % (epoch, label)
+            save_path = os.path.join(save_dir, save_filename)
+            torch.save(network.cpu().state_dict(), save_path)
+        def load_network(network, label, epoch, save_dir):
+            save_filename = "%s_net_%s.pth" % (epoch, label)
+            save_path = os.path.join(save_dir, save_filename)
+            network.load_state_dict(torch.load(save_path))
+        """
+    assert found(source, TorchLoadWithoutMapLocation) == []
+    assert found(source.replace("network.cpu().state_dict()", "network.state_dict()"),
+                 TorchLoadWithoutMapLocation) == [11]
+    head, _, tail = source.rpartition('"%s_net_%s.pth"')  # the loader's name only
+    assert found(head + '"%s_opt_%s.pth"' + tail, TorchLoadWithoutMapLocation) == [11]

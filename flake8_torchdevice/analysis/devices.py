@@ -14,7 +14,7 @@ from typing import Optional
 from .._lazy import cst
 from ..names import NameResolver
 from .bindings import AssignmentBindings
-from .code import argument, last_name, string_value
+from .code import argument, last_name, string_value, subtree
 from .guards import is_nccl_init
 
 # Device types torch accepts in a device string, optionally with an index.
@@ -179,6 +179,9 @@ class DeviceChoice(AssignmentBindings):
         self._spawned: set[str] = set()  # functions handed to mp.spawn / start_processes
         self._function_names: list[str] = []
         self._statement_call: Optional[cst.Call] = None  # the call a bare expression statement makes
+        # A device bound to a storage choice (``"cpu" if gather_on_cpu else "cuda"``): CUDA code,
+        # whose ``.to(x.device)`` follows values its own CUDA or storage choice placed.
+        self._storage_choice = False
 
     def _cuda_program(self) -> bool:
         return self._nccl or bool(self._device_setters & self._spawned)
@@ -186,6 +189,8 @@ class DeviceChoice(AssignmentBindings):
     def _choices(self):
         for scope in self._device_scopes:
             for module, follows, name in scope.moves:
+                if follows and self._storage_choice:
+                    continue
                 if name is None or not scope.literal(name):
                     yield module, follows
 
@@ -221,7 +226,9 @@ class DeviceChoice(AssignmentBindings):
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name) and is_device_name(target):
-            literal = literal_first_cuda(value, self.names)
+            storage = storage_choice(value, self.names)
+            self._storage_choice = self._storage_choice or storage
+            literal = storage or literal_first_cuda(value, self.names)
             self.device_scope.bindings.setdefault(target.value, []).append(literal)
 
     def is_statement(self, call: cst.Call) -> bool:
@@ -261,6 +268,29 @@ class DeviceChoice(AssignmentBindings):
                 self.device_scope.literal_cuda.append(None)
             elif isinstance(target, cst.Name) and is_device_name(target):
                 self.device_scope.literal_cuda.append(target.value)
+
+
+# Words of a flag that says where data is kept, not whether the code runs without a GPU.
+_STORAGE_WORDS = frozenset(
+    "gather offload store storage keep cache cached efficient pin stash buffer mem memory".split())
+
+
+def storage_choice(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``torch.device("cpu") if gather_on_cpu else torch.device("cuda")``, ``"cpu" if
+    self.cudaEfficient else "cuda"``: a literal CPU/CUDA choice made on a storage flag
+    says where data is kept; the code runs on CUDA either way (a flag such as
+    ``args.cpu`` or ``use_cuda``, or ``torch.cuda.is_available()``, is a real choice)."""
+    if not isinstance(expr, cst.IfExp):
+        return False
+    branches = (expr.body, expr.orelse)
+    if not (any(literal_first_cuda(b, names) for b in branches) and any(non_cuda_literal(b, names) for b in branches)):
+        return False
+    words = {word.lower() for node in subtree(expr.test) if isinstance(node, cst.Name)
+             for word in _WORD.findall(node.value)}
+    return bool(words & _STORAGE_WORDS)
+
+
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 def literal_first_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:

@@ -138,6 +138,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
       needs the tensor on the current CUDA device;
     - a module whose spawned worker (`mp.spawn(worker, ...)`, `start_processes`) selects its GPU with an unconditional
       `torch.cuda.set_device(rank)`: a CUDA program, whose `.cuda()` follows the selected GPU in every function;
+    - a module whose device is chosen on a storage flag (`torch.device("cpu") if gather_on_cpu else
+      torch.device("cuda")`, `"cpu" if self.cudaEfficient else "cuda"`: a flag that says gather, offload, store,
+      keep, cache, pin, memory or efficient): it says where data is kept, and the code runs on CUDA either way; its
+      `.to(x.device)` follows values that choice placed. `"cpu" if args.cpu else "cuda"` is a real choice;
     - a usage demo under `if __name__ == "__main__":` that uses `.cuda()` and names no device of its own (no `device`
       variable, no `.to(device)` there): the library code around it follows its inputs.
 

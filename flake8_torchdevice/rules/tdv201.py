@@ -12,13 +12,14 @@ from ..analysis.code import argument, last_name, param_names, string_value, subt
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import CUDA_WORD, availability_test, is_cuda_test, is_no_cuda_test, is_test_code
 from ..analysis.machines import MachineEvidence
+from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
 from ..rule import CLASS, Rule
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
-class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
+class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
     r"""**On by default.** Precision on held-out user code: 49% (28 of 57 findings true or
     latent, as first read in four held-out batches; docs/precision.md). Most false ones
     load files that other code saved on the CPU (released weights, package data, a
@@ -91,6 +92,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
       `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device; so is a
       file a class's `__init__` writes and one of its methods reads (`torch.save(model.state_dict(),
       "init_params.pt")` in `__init__`, the load in `reset()`): the object exists only once it is written;
+    - in a notebook, a file an earlier cell saved (`torch.save`, or a helper whose name says save:
+      `utils.save_model(model=m, target_dir="models", model_name=f"07_{name}_{epochs}_epochs.pth")`, the name
+      literal, an f-string whose fields match anything, or a name bound to either): a notebook is one session on
+      one machine. A notebook's own function loading a path it is given is no library: only the notebook calls it;
     - test code: `test*` functions and private `_helpers` of a test module (named `test_*.py`, `*_test.py`,
       `conftest.py`, under `tests/`, or importing pytest/unittest), which read back what the test wrote and run where
       the suite's gates put them;
@@ -125,7 +130,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
     # import load``, ``tl = torch.load``), not every word ``load`` (``def load(...)`` in a class).
     NEEDS = {".load"}
     # The module's CPU path or GPUs per process, and the files it saves, anywhere in it.
-    READS = machines.READS | {"save", ".cuda", "__file__"}
+    # In a notebook, the files its cells save (``*save`` helpers too) and the names bound to them.
+    READS = machines.READS | {"save", ".cuda", "__file__", "*save"} | CHECKPOINT_WORDS
     SCOPE = CLASS  # a data class's own writer may be another method
 
     def __init__(self, context) -> None:
@@ -147,6 +153,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         # Per scope (the module's first): names bound to a path beside this file
         # (``os.path.join(os.path.dirname(__file__), "data/pnet.pt")``): package data.
         self._packaged: list[set[str]] = [set()]
+        # Per scope (the module's first): what each plain name was last bound to, so that a path
+        # built in steps (``name = "%s_net.pth" % label``; ``path = join(d, name)``) keeps its file name.
+        self._bound: list[dict[str, cst.BaseExpression]] = [{}]
         # ids of loads whose result holds no device tensor: read straight into ``.numpy()``, or
         # into a scheduler's or a GradScaler's ``load_state_dict`` (numbers only)
         self._tensorless_loads: set[int] = set()
@@ -173,6 +182,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self._params.append(set(param_names(node.params)) - {"self", "cls"})
         self._needs.append(_GpuNeed())
         self._packaged.append(set())
+        self._bound.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
@@ -180,6 +190,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         self._params.pop()
         self._needs.pop()
         self._packaged.pop()
+        self._bound.pop()
 
     def leave_Module(self, node: cst.Module) -> None:
         # Only now is the whole module known: does it meet machines without the saving GPU?
@@ -192,6 +203,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
                 self.report(load.call, fix=cpu_map_location(load.call), statement=load.statement)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
         # A path built from the caller's arguments (``weights = PATTERN.format(epoch=epoch)``)
         # is the caller's too; one built from ``__file__`` is the package's.
         targets = [target.target.value for target in node.targets if isinstance(target.target, cst.Name)]
@@ -199,6 +211,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
             self._params[-1].update(targets)
         if self._is_packaged(node.value):
             self._packaged[-1].update(targets)
+        self._bound[-1].update(dict.fromkeys(targets, node.value))
 
     def _is_packaged(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` a path beside this source file (``__file__``, or a name bound from it)?"""
@@ -250,7 +263,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
             self.note_save(node, position=1)
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
             if value is not None and path is not None and _is_cpu_value(value.value):
-                self._cpu_saved_names |= _file_names(path.value)
+                self._cpu_saved_names |= self._path_names(path.value)
+        self.note_session_save(node, name in TORCH_SAVES)
         if self._classes and _writes_file(name, node):
             self._classes[-1].writes = True
         if name not in TORCH_LOADS or has_map_location(node) or self.saved_here(node):
@@ -266,14 +280,29 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, Rule):
         path = argument(node, 0, "f")
         if path is not None and self._is_packaged(path.value):
             return  # package data beside this file: shipped so that it loads wherever the package runs
+        if path is not None and self.session_saved(path.value):
+            return  # a notebook reading back a file an earlier cell saved: same session, same machine
         if path is not None and _names_rng_state(path.value):
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
-        names = _file_names(path.value) if path is not None else set()
+        names = self._path_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
 
+    def _path_names(self, path: cst.BaseExpression, depth: int = 3) -> set[str]:
+        """The file-name literals of a path, also through the names it was built from in this
+        scope (``save_path = os.path.join(d, save_filename)``, ``save_filename = "%s_net.pth" % e``)."""
+        names = _file_names(path)
+        if depth:
+            bound = self._bound[-1]
+            for node in subtree(path):
+                if isinstance(node, cst.Name) and node.value in bound and bound[node.value] is not path:
+                    names |= self._path_names(bound[node.value], depth - 1)
+        return names
+
     def _caller_path(self, call: cst.Call) -> bool:
         """Does the loaded path come from the enclosing function's caller (a parameter)?"""
+        if self._session:
+            return False  # a notebook's function is called by the notebook, not by a user of a library
         path = argument(call, 0, "f")
         return path is not None and bool(self._params) and self._mentions_params(path.value)
 
