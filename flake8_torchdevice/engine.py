@@ -191,7 +191,8 @@ class _Scan:
         aliases of its plain names."""
         wanted = {word for word in group if words.occurs(word, self.present)}
         # ``from torch import load``: a plain ``load`` means ``torch.load`` (a ``.load`` word).
-        wanted |= {words.bare(word) for word in wanted if word.startswith(".") and self.imported(words.bare(word))}
+        # It keeps its ``(``: ``from torch import Tensor`` makes ``Tensor(`` a call, not every annotation.
+        wanted |= {word[1:] for word in wanted if word.startswith(".") and self.imported(words.bare(word))}
         named = frozenset(words.bare(word) for word in wanted if not words.is_part(word))
         if named:
             if named not in self._aliases:

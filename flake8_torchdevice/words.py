@@ -302,8 +302,8 @@ def _dotted_parts(expr: ast.expr) -> Optional[frozenset[str]]:
 def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[tuple[int, Optional[int]]]:
     """Where a word may name the innermost call of a value assigned to an attribute
     (``self.x = torch.zeros(3).long()``: ``zeros``), as (line, column where the name
-    ends), and the lines of aliasing statements (imports, ``z = torch.zeros``), where a
-    word may stand for the name such a call uses, as (line, None): the whole line.
+    ends); the end of an aliasing value (``z = torch.zeros``), where a word may name what
+    such a call uses, likewise; and the lines of imports, as (line, None): the whole line.
     ``Rule.ASSIGNED``'s necessary condition."""
     found: set[tuple[int, Optional[int]]] = set()
     for node in _statements(tree.body):
@@ -312,7 +312,9 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if all(isinstance(t, ast.Name) for t in targets) and _dotted_parts(node.value) is not None:
-                found.update((line, None) for line in range(node.lineno, node.end_lineno + 1))
+                # ``z = torch.zeros``: the word that matters ends the value (``tensor = output``
+                # binds no factory, whatever its target's name).
+                found.add(_end_of(node.value, source_lines))
             elif any(isinstance(target, ast.Attribute) for target in targets):
                 callee = _innermost_callee(node.value)
                 if callee is not None:

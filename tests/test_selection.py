@@ -328,6 +328,40 @@ def test_every_spelling_of_an_assigned_factory_is_kept_for_tdv501(init):
     assert [code for *_, code in found] == ["TDV501"]
 
 
+def test_a_name_bound_to_a_value_is_no_alias_of_a_factory_for_tdv501():
+    # ``tensor = output`` binds the word ``tensor`` to a value: no factory call can go through
+    # it. ``tensor = torch.tensor`` is an alias, and is kept.
+    other = _STATE_MODULE.format(init="        self.correct = None") + "def f(output):\n    tensor = output\n"
+    assert _hits_of("TDV501", other) == []
+    alias = _STATE_MODULE.format(init="        self.correct = tensor(0)") + "tensor = torch.tensor\n"
+    assert _hits_of("TDV501", alias)
+    rule = [RULES_BY_CODE["TDV501"]]
+    assert [code for *_, code in findings(alias, rule)] == ["TDV501"] == [c for *_, c in findings(alias, rule, full=True)]
+
+
+_RANGE = "import torch\ndef f(x):\n    y = x.to('cuda')\n    for i in {call}(3):\n        y = y + i\n    return y\n"
+
+
+@pytest.mark.parametrize("call, imports, kept", [
+    ("range", "", False),  # the builtin: no torch factory, no TDV601 word
+    ("torch.range", "", True),
+    ("range", "from torch import range\n", True),  # imported by its own name: the word keeps its call
+])
+def test_tdv601_factory_words_are_torch_calls_not_builtins(call, imports, kept):
+    source = imports + _RANGE.format(call=call)
+    assert bool(_hits_of("TDV601", source)) is kept
+    rule = [RULES_BY_CODE["TDV601"]]
+    assert findings(source, rule) == findings(source, rule, full=True)
+
+
+def test_an_imported_word_keeps_its_call():
+    # ``from torch import Tensor`` (for annotations) makes ``Tensor(`` a factory call, not
+    # every line that names the type.
+    source = "from torch import Tensor\ndef f(x: Tensor) -> Tensor:\n    return x.to('cuda') + Tensor(3)\n"
+    lines = {line for line, _ in _hits_of("TDV601", source)}
+    assert 3 in lines and 2 not in lines
+
+
 def _table_module(hit_row: str) -> str:
     rows = "".join(f"    ({i}, {i + 1}),\n" for i in range(250))
     return (

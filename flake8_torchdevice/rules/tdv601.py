@@ -129,7 +129,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=. CPU: a factory, .cpu(), or a
     # destination that names the CPU (.to("cpu"), .to(cpu_device)).
-    NEEDS = [{".to(", ".cuda(", "device="} | COLLECTIVE_WORDS, {name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
+    NEEDS = [{".to(", ".cuda(", "device="} | COLLECTIVE_WORDS, {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):
