@@ -211,6 +211,10 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
                for word in scan.group_words(group) for line in scan.lines_of(word)]
     if rule.ASSIGNED:
         located += scan.assigned_word_lines(groups[0])
+    # A docstring's words are no code (no rule reports in one): ``>>> torch.load(f)`` in an
+    # example must not make the rule read its READS all over the file.
+    docstrings = index.docstring_lines
+    located = [(line, number) for line, number in located if line not in docstrings]
     needed = set(range(len(rule.GROUPS)))
     if not needed <= {number for _, number in located}:
         return []  # a group's words occur nowhere as the rule needs them: its READS are not read

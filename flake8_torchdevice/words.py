@@ -238,11 +238,14 @@ def present(groups: Iterable[frozenset[str]], words: frozenset[str]) -> bool:
     return all(any(occurs(word, words) for word in group) for group in groups)
 
 
-# ``from pkg import a, b`` / ``from pkg import (\n a,\n b)`` / with backslash continuations,
+# ``from pkg import a, b`` / ``from pkg import (\n a,\n b)`` / with backslash continuations
+# (also around the dots of the path: ``from torch . cuda . amp import autocast``),
 # at any depth, at a line's start or after ``;`` or ``:`` (``if x: from m import a``): what
 # an imported-by-name check reads. It may over-match (a comment, a docstring), never under-match.
 _FROM_IMPORT = re.compile(
-    r"(?:^|[;:])(?:[ \t]|\\\n)*from[\s\\]+[\w.]+[\s\\]+import\b(?:[ \t]|\\\n)*(\([^)]*\)|[^\n\\]*(?:\\\n[^\n\\]*)*)",
+    r"(?:^|[;:])(?:[ \t]|\\\n)*from[\s\\]+(?:\.(?:[ \t]|\\\n)*)*(?:\w+(?:(?:[ \t]|\\\n)*\.(?:[ \t]|\\\n)*\w+)*)?"
+    r"[\s\\]+import\b"
+    r"(?:[ \t]|\\\n)*(\([^)]*\)|[^\n\\]*(?:\\\n[^\n\\]*)*)",
     re.M,
 )
 

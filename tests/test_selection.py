@@ -218,6 +218,8 @@ def test_a_load_imported_by_its_own_name_inside_a_function_is_found(importing):
     ("from torch \\\n  import load", True), ("from torch import a, \\\n   load", True),
     ("if x: from torch import load\n", True), ("x = 1; from torch import load\n", True),
     ("import torch\nx.load()\n", False), ("from torch import loads\n", False), ("load = 1  # from x import y\n", False),
+    ("from torch . serialization import load\n", True), ("from torch \\\n  .serialization import load\n", True),
+    ("from .. import load\n", True),
 ])
 def test_names_imported_by_their_own_name(source, imported):
     assert ("load" in words.names_imported_from(source)) is imported
@@ -336,7 +338,7 @@ def test_a_name_bound_to_a_value_is_no_alias_of_a_factory_for_tdv501():
     alias = _STATE_MODULE.format(init="        self.correct = tensor(0)") + "tensor = torch.tensor\n"
     assert _hits_of("TDV501", alias)
     rule = [RULES_BY_CODE["TDV501"]]
-    assert [code for *_, code in findings(alias, rule)] == ["TDV501"] == [c for *_, c in findings(alias, rule, full=True)]
+    assert [c for *_, c in findings(alias, rule)] == ["TDV501"] == [c for *_, c in findings(alias, rule, full=True)]
 
 
 _RANGE = "import torch\ndef f(x):\n    y = x.to('cuda')\n    for i in {call}(3):\n        y = y + i\n    return y\n"
@@ -360,6 +362,29 @@ def test_an_imported_word_keeps_its_call():
     source = "from torch import Tensor\ndef f(x: Tensor) -> Tensor:\n    return x.to('cuda') + Tensor(3)\n"
     lines = {line for line, _ in _hits_of("TDV601", source)}
     assert 3 in lines and 2 not in lines
+
+
+def test_a_word_in_a_string_asks_tdv701_for_nothing():
+    # ``why_not_fast_path = "autocast is enabled"`` in nn/modules made TDV701 parse the function.
+    source = 'import torch\ndef f(x):\n    reason = "autocast is enabled"\n    return x\n'
+    assert _hits_of("TDV701", source) == []
+    used = source.replace("return x", "with torch.cuda.amp.autocast():\n        return x")
+    assert _hits_of("TDV701", used)
+    rule = [RULES_BY_CODE["TDV701"]]
+    assert [c for *_, c in findings(used, rule)] == ["TDV701"] == [c for *_, c in findings(used, rule, full=True)]
+
+
+def test_a_docstring_example_asks_for_nothing():
+    # ``>>> optimizer.load_state_dict(torch.load(f))`` in a method's docstring made TDV201
+    # read its READS (``save``, ``cpu``, ...) all over a 900-line class.
+    source = (
+        "import torch\nclass Opt:\n    def load_state_dict(self, state):\n"
+        '        """Example:\n            >>> opt.load_state_dict(torch.load("x.pt"))\n        """\n'
+        "        self.state = state\n\n    def save(self):\n        return self.state.cpu()\n"
+    )
+    assert _hits_of("TDV201", source) == []
+    code = source.replace("        self.state = state\n", "        self.state = torch.load(state)\n")
+    assert _hits_of("TDV201", code)
 
 
 def _table_module(hit_row: str) -> str:

@@ -135,7 +135,9 @@ class DeprecatedAmp(Rule):
     MESSAGE = "torch.{device}.amp.{name} is deprecated since torch 2.4 (FutureWarning); use {new}"
     IMPORT_MESSAGE = "import from torch.amp: the torch.cuda.amp / torch.cpu.amp API is deprecated since torch 2.4"
     FIX = "safe"
-    NEEDS = {"autocast", "GradScaler", "custom_fwd", "custom_bwd"}
+    # Attributes (``torch.cuda.amp.autocast``, ``amp.GradScaler``); a name imported by its own
+    # name or bound to one is found through it. Not the word in a string ("autocast is enabled").
+    NEEDS = {".autocast", ".GradScaler", ".custom_fwd", ".custom_bwd"}
 
     def __init__(self, context) -> None:
         super().__init__(context)
