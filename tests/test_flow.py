@@ -144,3 +144,47 @@ def test_a_move_back_under_the_guard_that_placed_it_is_on_the_cpu():
     )
     assert codes(source) == []
     assert codes(source.replace("        out = out.cpu()\n", "        out = out + 1\n")) == [("TDV603", 10)]
+
+
+_STEP = (
+    "class Model({base}):\n"
+    "    def {hook}(self, batch, batch_idx):\n"
+    "        x, y = batch\n"
+    "        return y.numpy()\n"
+)
+
+
+@pytest.mark.parametrize("imports, base, hook, found", [
+    ("import lightning as L\n", "L.LightningModule", "validation_step", True),
+    ("import pytorch_lightning as pl\n", "object", "training_step", True),  # a task mixin of a Lightning file
+    ("", "LightningModule", "test_step", True),  # based on LightningModule by name
+    ("", "nn.Module", "validation_step", False),  # a hand-written loop may hand it a CPU batch
+    ("import lightning as L\n", "L.LightningModule", "on_validation_batch_end", False),  # not a step hook
+])
+def test_a_lightning_steps_batch_is_on_the_modules_device(imports, base, hook, found):
+    source = imports + _STEP.format(base=base, hook=hook)
+    line = HEAD.count("\n") + imports.count("\n") + 4
+    assert codes(source) == ([("TDV603", line)] if found else [])
+
+
+def test_only_a_frameworks_batch_spreads_its_device_to_what_it_unpacks_into():
+    # ``out, lengths = pad_packed_sequence(...)``: lengths is a CPU tensor whatever ``out`` is.
+    source = (
+        "device = 'cuda'\n\n\ndef f(packed):\n"
+        "    out, lengths = nn.utils.rnn.pad_packed_sequence(packed.to(device))\n"
+        "    return lengths.numpy()\n"
+    )
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize("imports, call, found", [
+    ("import matplotlib.pyplot as plt\n", "plt.plot(scores)", True),
+    ("import matplotlib.pyplot as plt\n", "ax.imshow(scores)", True),
+    ("from matplotlib import pyplot\n", "pyplot.scatter(scores, scores)", True),
+    ("import matplotlib.pyplot as plt\n", "plt.plot(scores.cpu())", False),
+    ("", "ax.plot(scores)", False),  # no matplotlib here: another library's plot() may copy it
+])
+def test_matplotlib_reads_its_data_as_numpy(imports, call, found):
+    source = imports + f"device = 'cuda'\n\n\ndef show(ax, x):\n    scores = x.to(device)\n    {call}\n"
+    line = HEAD.count("\n") + imports.count("\n") + 6
+    assert codes(source) == ([("TDV603", line)] if found else [])

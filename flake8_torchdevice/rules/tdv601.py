@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..analysis.flow import FlowReports
-from ..analysis.flow.words import COLLECTIVE_WORDS
+from ..analysis.flow.words import COLLECTIVE_WORDS, LIGHTNING_STEPS
 from ..analysis.vocabulary import FACTORY_NAMES
 from ..rule import DEFINITION, Rule
 
@@ -30,7 +30,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
       placed values; a device that may be CUDA counts (`"cuda" if ... else "cpu"`,
       `args.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
       placed after it: on a GPU machine that branch runs (so a value such a branch moves
-      back, `if use_gpu: x = x.cpu()`, is on the CPU after it);
+      back, `if use_gpu: x = x.cpu()`, is on the CPU after it); the `batch` of a Lightning
+      step hook (`training_step`, `validation_step`, `test_step`, `predict_step` of a
+      `LightningModule`, or of any class in a file that imports Lightning), and what it
+      unpacks into (`x, y = batch`): the Trainer moved it to the module's device;
     - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
@@ -127,9 +130,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     NAME = "cpu-value-meets-placed-value"
     SUMMARY = "a value proven on the CPU meets a value proven on a device in one operation"
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
-    # Placed: .to / .cuda / a factory's device=. CPU: a factory, .cpu(), or a
-    # destination that names the CPU (.to("cpu"), .to(cpu_device)).
-    NEEDS = [{".to(", ".cuda(", "device="} | COLLECTIVE_WORDS, {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"}]
+    # Placed: .to / .cuda / a factory's device=, a collective, a Lightning step's batch. CPU: a
+    # factory, .cpu(), or a destination that names the CPU (.to("cpu"), .to(cpu_device)).
+    NEEDS = [
+        {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
+        {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"},
+    ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):

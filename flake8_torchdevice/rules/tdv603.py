@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from .._lazy import cst
 from ..analysis.flow import FlowReports
+from ..analysis.flow.words import LIGHTNING_STEPS, PLOT_WORDS
 from ..rule import DEFINITION, Rule
 
 
 class NumpyOfPlacedTensor(FlowReports, Rule):
     r"""## What it does
-    Flags `t.numpy()` (without `force=True`), `np.asarray(t)` and `np.array(t)` where the
-    code proves `t` is placed on a device (moved with `.to(device)` / `.cuda()`, created
-    with `device=`, the output of a placed module, or computed from such values), with no
-    `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
+    Flags `t.numpy()` (without `force=True`), `np.asarray(t)`, `np.array(t)` and matplotlib's
+    plotting calls given `t` (`plt.plot(t)`, `ax.imshow(t)`, `ax.scatter(...)`, ... in a file
+    that imports matplotlib: they read their data with `np.asarray`) where the code proves `t`
+    is placed on a device (moved with `.to(device)` / `.cuda()`, created with `device=`, the
+    output of a placed module, the `batch` of a Lightning step hook and what it unpacks into,
+    or computed from such values), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
     level or in `__init__`; a device that may be CUDA counts
     (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`).
 
@@ -43,6 +47,10 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves;
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 
+    A step hook of a class that is not a `LightningModule`, in a file that does not import
+    Lightning, may be handed a CPU batch by a hand-written loop: its batch is not placed.
+    A plotting method of another library (no matplotlib import) may copy its data itself.
+
     ## The error torch raises
     On a GPU machine:
 
@@ -61,11 +69,18 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     NAME = "numpy-of-placed-tensor"
     SUMMARY = "`.numpy()` / `np.asarray()` of a tensor placed on a device, without `.cpu()`"
     MESSAGE = "{value} is on the device; call .cpu() before .numpy()"
-    NEEDS = [{".numpy(", "asarray(", "array("}, {".to(", ".cuda(", "device="}]
+    # NumPy of it (or matplotlib's ``np.asarray`` of its data); placed by .to / .cuda / device= or
+    # by Lightning before a step.
+    NEEDS = [{".numpy(", "asarray(", "array("} | PLOT_WORDS, {".to(", ".cuda(", "device="} | LIGHTNING_STEPS]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):
         return flow.numpys
 
     def _message(self, meet) -> str:
+        node = meet.node
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value != "numpy" \
+                and node.func.attr.value not in ("asarray", "array"):
+            return (f"{meet.placed.label} is on the device; {node.func.attr.value}() reads it as a NumPy array, "
+                    "which needs host memory: pass .cpu() of it")
         return f"{meet.placed.label} is on the device; NumPy needs host memory: call .cpu() before .numpy()"

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
+from ..code import last_name
 from .calls import Calls
 from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing
 from .loops import Loops
 from .statements import Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
-from .words import starts_nccl
+from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, starts_nccl
 
 
 def flow_of(context, node: "cst.CSTNode") -> Flow:
@@ -54,6 +55,19 @@ def _facts_for(context, node) -> dict:
     return env
 
 
+def _lightning_step(node: "cst.FunctionDef", facts, names) -> bool:
+    """A Lightning step hook (``training_step(self, batch, batch_idx)``): of a class based on
+    ``LightningModule``, or of any class of a file that imports Lightning."""
+    if node.name.value not in LIGHTNING_STEPS:
+        return False
+    cls = facts.classes.get(id(node))
+    if cls is None:
+        return False
+    if names.imports_any(LIGHTNING_PACKAGES):
+        return True
+    return any(last_name(base.value) == "LightningModule" for base in cls.bases)
+
+
 class _Analysis(Statements, Loops, Expressions, Calls):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
@@ -74,6 +88,10 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         self.nccl = facts is not None and facts.nccl
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
         self.given: dict = facts.given_to(node) if function else {}  # parameter name -> Value
+        if function and _lightning_step(node, facts, context.names):
+            batch = Value(PLACED, "batch", param=True)
+            batch.spread = True  # ``x, y = batch``: the Trainer moved every part
+            self.given.setdefault("batch", batch)
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:

@@ -13,7 +13,7 @@ from .values import (
 )
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS,
-    KEEPING_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    KEEPING_METHODS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
 
@@ -62,6 +62,12 @@ class Calls:
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
             return Value(NUMPY, call)
+        if _is_plot(call.func, qualified, self.names):
+            values = [self.ev(arg.value, env) for arg in call.args]
+            placed = [value for value in values if value is not None and value.kind == PLACED]
+            if placed:
+                self.record_numpy(call, placed[0])  # matplotlib reads its data with np.asarray
+            return None
         if isinstance(call.func, cst.Attribute) and key_of(call.func) not in env:
             return self.method(call, call.func, env)
         callee = self.ev(call.func, env)
@@ -344,6 +350,13 @@ def _is_numpy_array(func, names) -> bool:
         and func.value.value in ("np", "numpy")
         and names.imports_any(("numpy",))
     )
+
+
+def _is_plot(func, qualified: str, names) -> bool:
+    """``plt.plot(...)``, ``ax.imshow(...)`` (matplotlib imported in this file)."""
+    if qualified.startswith("matplotlib."):
+        return qualified.rpartition(".")[2] in PLOT_METHODS
+    return isinstance(func, cst.Attribute) and func.attr.value in PLOT_METHODS and names.imports_any(("matplotlib",))
 
 
 def _on_purpose(arg: cst.Arg) -> bool:

@@ -26,9 +26,10 @@ class Expressions:
             else:
                 env[key] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
+            # A framework's batch: its elements are where it put the whole.
+            spread = value is not None and (value.kind == FRAMEWORK or value.spread)
             for element in target.elements:
-                framework = value is not None and value.kind == FRAMEWORK
-                self.bind(element.value, value if framework else None, env)
+                self.bind(element.value, value if spread else None, env)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, None, env)
         else:

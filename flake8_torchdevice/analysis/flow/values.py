@@ -13,7 +13,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 
 
 class Value:
-    __slots__ = ("kind", "_label", "zero", "factory", "param", "local", "loop", "evidence", "ctc")
+    __slots__ = ("kind", "_label", "zero", "factory", "param", "local", "loop", "evidence", "ctc", "spread")
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
         self.kind = kind
@@ -25,6 +25,7 @@ class Value:
         self.loop = loop  # the loader loop of a SIBLING / BATCH
         self.evidence = False  # a SIBLING used as a tensor
         self.ctc = False  # a CTC loss: its targets and lengths may stay on the CPU
+        self.spread = False  # a batch a framework placed: each element it unpacks into is placed too
 
     @property
     def label(self) -> str:
@@ -37,6 +38,7 @@ class Value:
                      self.zero if zero is None else zero, self.factory, self.param, self.local, self.loop)
         copy.evidence = self.evidence
         copy.ctc = self.ctc
+        copy.spread = self.spread
         return copy
 
 

@@ -70,6 +70,16 @@ def starts_nccl(source: str) -> bool:
     return _NCCL_LITERAL.search(source) is not None or any(word == "nccl" for _, word in joined_words(source))
 
 
+# Lightning's step hooks: its Trainer has moved ``batch`` to the module's device before it
+# calls one (a task's ``validation_step(model, batch, batch_idx)`` called from them too).
+LIGHTNING_STEPS = frozenset("training_step validation_step test_step predict_step".split())
+LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning")
+# matplotlib calls that turn their data into NumPy arrays (``np.asarray``): a device tensor fails.
+PLOT_METHODS = frozenset(
+    """plot imshow scatter hist hist2d bar barh fill_between errorbar semilogx semilogy loglog
+    stem pcolormesh pcolor contour contourf matshow boxplot violinplot hexbin stairs stackplot""".split()
+)
+PLOT_WORDS = frozenset("." + name + "(" for name in PLOT_METHODS)
 # Calls whose results a framework places (Accelerate, Fabric).
 FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
 # Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
