@@ -219,7 +219,13 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
     if not needed <= {number for _, number in located}:
         return []  # a group's words occur nowhere as the rule needs them: its READS are not read
     if not rule.TOGETHER:
-        return [(line, rule.SCOPE) for line, _ in located]
+        if rule.READS_SCOPE is None:
+            return [(line, rule.SCOPE) for line, _ in located]
+        # READS words inside a definition keep their statements (with the headers around them);
+        # at module level they keep all module code, as any word does.
+        reads = len(rule.GROUPS)
+        return [(line, rule.READS_SCOPE if number == reads and _in_definition(index, line) else rule.SCOPE)
+                for line, number in located]
     if rule.TOGETHER == DEFINITION:
         return _definition_hits(located, needed, rule.SCOPE, index)
     by_unit: dict = {}
@@ -247,6 +253,11 @@ def _definition_hits(located, needed: set, scope: str, index: StatementIndex) ->
 
 
 _IMPORT = -1  # the key of a module-level import statement's line
+
+
+def _in_definition(index: StatementIndex, line: int) -> bool:
+    top = index.top_at(line)
+    return top is not None and top.is_def
 
 
 def _top_key(index: StatementIndex, line: int) -> int:

@@ -111,6 +111,10 @@ class Rule:
     # is met (``torch.set_default_device`` for TDV301): kept like NEEDS words.
     READS: ClassVar[FrozenSet[str]] = frozenset()
     SCOPE: ClassVar[str] = FUNCTION
+    # The scope a READS word keeps inside a definition, when it is narrower than SCOPE: a rule
+    # whose READS are facts of single statements (a ``no_cuda`` flag, a ``torch.save`` of
+    # ``.cpu()`` values) sets STATEMENT. None: SCOPE, as for NEEDS words.
+    READS_SCOPE: ClassVar[Optional[str]] = None
     # True when every finding's own unit (function, method or module-level
     # statement) holds a word of each NEEDS group, not only the file: then
     # only units holding all of them are parsed for the rule. DEFINITION when

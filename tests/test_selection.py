@@ -21,6 +21,7 @@ from respell import respellings
 from flake8_torchdevice import words
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import ALL_RULES, RULES_BY_CODE
+from flake8_torchdevice.selection import Hit
 
 CASES = all_cases()
 
@@ -385,6 +386,26 @@ def test_a_docstring_example_asks_for_nothing():
     assert _hits_of("TDV201", source) == []
     code = source.replace("        self.state = state\n", "        self.state = torch.load(state)\n")
     assert _hits_of("TDV201", code)
+
+
+def test_tdv201_reads_keep_their_statements_not_their_definitions():
+    # READS_SCOPE = STATEMENT: a CPU path in another function is one statement (with the
+    # headers around it); its 40 other lines ask for no parsing. The verdict is the same.
+    from flake8_torchdevice.engine import _Scan, _rule_hits
+    from flake8_torchdevice.selection import StatementIndex, lines_to_keep
+
+    filler = "".join(f"    x{i} = {i}\n" for i in range(40))
+    source = (
+        "import torch\n\ndef restore(path):\n    return torch.load(path)\n\n\n"
+        "def main(args):\n" + filler + "    if args.no_cuda:\n        device = 'cpu'\n    return device\n"
+    )
+    tree = ast.parse(source)
+    index = StatementIndex(tree)
+    rule = RULES_BY_CODE["TDV201"]
+    kept = lines_to_keep(index, [Hit(line, scope) for line, scope in
+                                 _rule_hits(_Scan(source, tree, words.identifiers(source)), rule, index)])
+    assert {3, 4, 7, 48, 49} <= kept and not kept & set(range(8, 48))
+    assert findings(source, [rule]) == findings(source, [rule], full=True) == [(4, 11, "TDV201")]
 
 
 def _table_module(hit_row: str) -> str:

@@ -13,7 +13,7 @@ from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import CUDA_WORD, availability_test, is_cuda_test, is_no_cuda_test, is_test_code
 from ..analysis.machines import MachineEvidence
 from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
-from ..rule import CLASS, Rule
+from ..rule import CLASS, STATEMENT, Rule
 
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
@@ -133,6 +133,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     # In a notebook, the files its cells save (``*save`` helpers too) and the names bound to them.
     READS = machines.READS | {"save", ".cuda", "__file__", "*save"} | CHECKPOINT_WORDS
     SCOPE = CLASS  # a data class's own writer may be another method
+    # Its READS are facts of single statements (a CPU path, a process per GPU, a save of CPU
+    # values, a packaged path, an unguarded ``.cuda()`` with the ``if`` headers around it).
+    READS_SCOPE = STATEMENT
 
     def __init__(self, context) -> None:
         super().__init__(context)
