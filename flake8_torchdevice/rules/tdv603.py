@@ -50,6 +50,9 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     A step hook of a class that is not a `LightningModule`, in a file that does not import
     Lightning, may be handed a CPU batch by a hand-written loop: its batch is not placed.
     A plotting method of another library (no matplotlib import) may copy its data itself.
+    Lightning moves the tensors of a batch, not its other entries: `np.array(batch["paths"])`
+    of a list of file names in a step hook would be reported (no such finding on the
+    precision corpus, its Lightning projects included).
 
     ## The error torch raises
     On a GPU machine:
@@ -67,7 +70,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
 
     CODE = "TDV603"
     NAME = "numpy-of-placed-tensor"
-    SUMMARY = "`.numpy()` / `np.asarray()` of a tensor placed on a device, without `.cpu()`"
+    SUMMARY = "`.numpy()` / `np.asarray()` / a matplotlib plot of a tensor placed on a device, without `.cpu()`"
     MESSAGE = "{value} is on the device; call .cpu() before .numpy()"
     # NumPy of it (or matplotlib's ``np.asarray`` of its data); placed by .to / .cuda / device= or
     # by Lightning before a step.
