@@ -34,8 +34,7 @@ def _pattern(expr: cst.BaseExpression) -> Optional[re.Pattern]:
     tail = expr.parts[-1] if expr.parts else None
     if not (isinstance(tail, cst.FormattedStringText) and "." in tail.value):
         return None
-    whole = "".join(parts)
-    return re.compile(whole.rpartition("/")[2] if "/" in whole else whole)
+    return re.compile("".join(parts).rpartition("/")[2])
 
 
 class SessionFiles:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from ..analysis.flow import FlowReports
-from ..analysis.flow.words import LIGHTNING_STEPS, PLOT_WORDS
+from ..analysis.flow.words import LIGHTNING_STEPS, PLOT_METHODS, PLOT_WORDS
 from ..rule import DEFINITION, Rule
 
 
@@ -82,8 +82,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
 
     def _message(self, meet) -> str:
         node = meet.node
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value != "numpy" \
-                and node.func.attr.value not in ("asarray", "array"):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in PLOT_METHODS:
             return (f"{meet.placed.label} is on the device; {node.func.attr.value}() reads it as a NumPy array, "
                     "which needs host memory: pass .cpu() of it")
         return f"{meet.placed.label} is on the device; NumPy needs host memory: call .cpu() before .numpy()"

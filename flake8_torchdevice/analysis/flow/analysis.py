@@ -87,7 +87,8 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         function = facts is not None and isinstance(node, cst.FunctionDef)
         self.nccl = facts is not None and facts.nccl
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
-        self.given: dict = facts.given_to(node) if function else {}  # parameter name -> Value
+        # parameter name -> Value; a copy: FileFacts keeps the module's own per function
+        self.given: dict = dict(facts.given_to(node)) if function else {}
         if function and _lightning_step(node, facts, context.names):
             batch = Value(PLACED, "batch", param=True)
             batch.spread = True  # ``x, y = batch``: the Trainer moved every part
