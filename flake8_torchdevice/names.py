@@ -29,7 +29,7 @@ def _root(qualified: str) -> str:
 class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
-    __slots__ = ("_aliases", "_imported", "_classes", "_frames")
+    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -41,6 +41,7 @@ class NameResolver:
         self._frames: list[tuple[bool, dict[str, Optional[str]]]] = []
         self._imported: set[str] = set()  # top-level packages imported at module level, any library
         self._classes: dict[str, list[str]] = {}  # module-level class -> dotted bases
+        self._layers: dict[str, dict] = {}  # module-level class -> {attr: dotted callee} of __init__
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -116,8 +117,14 @@ class NameResolver:
         """The dotted bases of the module-level class ``name`` of this file."""
         return self._classes.get(name, [])
 
-    def bind_class(self, name: str, bases: list[str]) -> None:
+    def init_callee(self, name: str, attr: str) -> Optional[str]:
+        """The dotted callee of ``self.<attr> = callee(...)`` in the ``__init__`` of the
+        module-level class ``name`` (None if it has no such assignment)."""
+        return self._layers.get(name, {}).get(attr)
+
+    def bind_class(self, name: str, bases: list[str], init_calls: Optional[dict] = None) -> None:
         self._classes[name] = bases
+        self._layers[name] = init_calls or {}
         self.unbind(name)
 
     def imports_any(self, packages) -> bool:
@@ -186,10 +193,28 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
                 resolver.bind_assignment(target.id, "None" if is_none else _dotted(value))
         elif isinstance(stmt, ast.ClassDef):
             bases = [_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases]
-            resolver.bind_class(stmt.name, [b for b in bases if b])
+            resolver.bind_class(stmt.name, [b for b in bases if b], _init_calls(stmt))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.unbind(stmt.name)
     return resolver
+
+
+def _init_calls(node: ast.ClassDef) -> dict:
+    """``{attr: dotted callee}`` for each ``self.attr = callee(...)`` in the class's
+    ``__init__`` (the layers a module builds; one bound twice is left out)."""
+    calls: dict = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and stmt.args.args:
+            me = stmt.args.args[0].arg
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                    target, value = sub.targets[0], sub.value
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == me:
+                        callee = _dotted(value.func) if isinstance(value, ast.Call) else None
+                        known = calls.get(target.attr, callee)
+                        calls[target.attr] = callee if known == callee else None
+    return calls
 
 
 def scope_nodes() -> tuple[type, ...]:

@@ -1,5 +1,6 @@
-"""TDV501 (tensor state in plain attributes) and TDV502 (factory without device=
-meeting an input): behaviour the fixtures do not pin down line by line."""
+"""TDV501 (tensor state in plain attributes), TDV502 and TDV504 (factory without device=
+meeting an input, in a helper / in a model's forward): behaviour the fixtures do not pin
+down line by line."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules.tdv502 import FactoryWithoutDevice
+from flake8_torchdevice.rules.tdv504 import FactoryWithoutDeviceInForward
 from flake8_torchdevice.rules.tdv501 import TensorStateNotRegistered
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,10 @@ def tdv501(source: str) -> list[int]:
 
 def tdv502(source: str) -> list[int]:
     return lines(FactoryWithoutDevice, source)
+
+
+def tdv504(source: str) -> list[int]:
+    return lines(FactoryWithoutDeviceInForward, source)
 
 
 # -- TDV501 ---------------------------------------------------------------
@@ -259,14 +265,138 @@ def test_data_loading_and_module_level_code_are_left_alone():
 def test_methods_skip_self_and_follow_closures():
     source = """
     import torch
-    class M(torch.nn.Module):
-        def forward(self, x):
+    class M:
+        def combine(self, x):
             mask = torch.ones(x.shape[-1])
             def apply(y):
                 return y.float() * mask
             return apply(x) + self.bias * torch.tensor(2.0)
     """
     assert tdv502(source) == [5]
+    assert tdv504(source) == []  # not a model's forward
+
+
+# -- TDV504: the same decision, in a model's entry point ------------------------
+FORWARDS = """
+import torch
+from torch import nn
+import torchmetrics
+
+class Base(nn.Module):
+    pass
+
+class Norm(Base):  # a module through a class of this file
+    def forward(self, x):
+        mask = torch.ones(x.shape[-1])
+        def apply(y):
+            return y.float() * mask
+        return apply(x)
+
+    def stats(self, x):
+        return x.float() + torch.zeros(x.shape)
+
+class Accuracy(torchmetrics.Metric):
+    def update(self, preds, target):
+        self.correct += (preds.argmax(-1) == target).sum() + torch.zeros(target.shape)
+
+class Reader:
+    def forward(self, x):
+        return x.float() + torch.zeros(x.shape)
+
+def helper(x):
+    return x.float() + torch.zeros(x.shape)
+"""
+
+
+def test_forward_and_update_are_tdv504s_the_rest_tdv502s():
+    assert tdv504(FORWARDS) == [11, 21]
+    assert tdv502(FORWARDS) == [17, 25, 28]  # a module's other method, a non-module, a function
+
+
+def test_both_selected_report_each_finding_once():
+    result = check_source(textwrap.dedent(FORWARDS), rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward],
+                          strict=True)
+    found = sorted((v.line, v.code) for v in result.violations)
+    assert found == [(11, "TDV504"), (17, "TDV502"), (21, "TDV504"), (25, "TDV502"), (28, "TDV502")]
+
+
+def test_forward_in_a_test_module_is_left_to_tdv502():
+    result = check_source(textwrap.dedent(FORWARDS), filename="tests/test_norm.py",
+                          rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
+    assert "TDV504" not in {v.code for v in result.violations}
+    assert {v.line for v in result.violations} == {11, 17, 21, 25, 28}
+
+
+def test_a_closure_of_forward_is_forward_for_the_selection_too():
+    source = textwrap.dedent("""
+        import torch
+        from torch import nn
+        class M(nn.Module):
+            def forward(self, x):
+                def apply(y):
+                    return y.float() * torch.ones(3)
+                return apply(x)
+        """)
+    fast = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
+    full = check_source(source, rules=[FactoryWithoutDeviceInForward], full=True, strict=True).violations
+    assert [v.line for v in fast] == [v.line for v in full] == [7]
+
+
+LAYERS = """
+import torch
+from torch import nn
+from elsewhere import Encoder
+
+class Block(nn.Module):
+    pass
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Embedding.from_pretrained(torch.randn(8, 4))
+
+class Model(Base):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4)
+        self.block = Block()
+        self.drop = nn.Dropout(0.1)
+        self.encoder = Encoder()
+
+    def forward(self, x):
+        a = self.pos(torch.arange(x.size(1)))
+        b, _ = self.rnn(x, (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)))
+        c = self.block(torch.ones(3, 4))
+        d = self.drop(torch.ones(3, 4))
+        e = self.encoder(torch.ones(3, 4))
+        f = self.pos(torch.arange(3).to(x.device)) + self.pos(torch.tensor(1))
+        return a, b, c, d, e, f
+"""
+
+
+def test_a_cpu_tensor_handed_to_a_weighted_layer_of_the_module():
+    # 23: an nn.Embedding of a base class of this file; 24: an LSTM's hidden state (the
+    # first of the tuple is reported); 25: a module class of this file. Not: Dropout has no
+    # weights, Encoder is not known to be a module, a moved or a 0-dim tensor.
+    assert tdv504(LAYERS) == [23, 24, 25]
+    result = check_source(textwrap.dedent(LAYERS), rules=[FactoryWithoutDeviceInForward], strict=True)
+    assert "self.pos receives it" in result.violations[0].message
+    assert result.violations[0].message.endswith("pass device=x.device")
+
+
+def test_forward_default_mask_and_exemptions():
+    source = """
+    import torch
+    from torch import nn
+    class Loss(nn.Module):
+        def forward(self, est, target, pad_mask=None, eps: float = 1e-8):
+            if pad_mask is None:
+                pad_mask = torch.ones(est.shape[0], 1)
+            scale = torch.tensor(0.5)
+            ok = torch.zeros(est.shape, device=est.device) + torch.zeros(est.shape).to(est)
+            return (est - target).abs() * pad_mask * scale + ok + eps
+    """
+    assert tdv504(source) == [7]
 
 
 def test_message_names_the_input_and_the_fix():
@@ -309,7 +439,8 @@ def _samples():
     return fixtures + [p for p in real if p.exists()]
 
 
-@pytest.mark.parametrize("rule", [TensorStateNotRegistered, FactoryWithoutDevice], ids=lambda r: r.CODE)
+@pytest.mark.parametrize("rule", [TensorStateNotRegistered, FactoryWithoutDevice, FactoryWithoutDeviceInForward],
+                         ids=lambda r: r.CODE)
 def test_selection_and_scope_lose_nothing(rule):
     reported = 0
     for path in _samples():
@@ -318,7 +449,7 @@ def test_selection_and_scope_lose_nothing(rule):
         slow = check_source(source, rules=[rule], full=True, strict=True).violations
         assert [(v.line, v.col) for v in fast] == [(v.line, v.col) for v in slow], path
         reported += len(fast)
-    assert reported >= 5
+    assert reported >= (2 if rule is FactoryWithoutDeviceInForward else 5)  # TDV504: its two fixtures
 
 
 def test_option_values_are_not_operands():

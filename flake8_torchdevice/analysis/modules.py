@@ -54,6 +54,46 @@ def _local_kind(names, name: str, seen: set) -> Optional[str]:
     return None
 
 
+# torch.nn layers that hold weights or buffers: a CPU tensor handed to one fails where
+# the module was moved (Dropout, activations and most losses have none, and take it).
+WEIGHTED_LAYERS = frozenset(
+    """Embedding EmbeddingBag Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d
+    ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d RNN LSTM GRU RNNCell
+    LSTMCell GRUCell BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LayerNorm GroupNorm
+    RMSNorm MultiheadAttention Transformer TransformerEncoder TransformerDecoder
+    TransformerEncoderLayer TransformerDecoderLayer PReLU""".split()
+)
+
+
+def is_layer_attribute(names, class_name: Optional[str], attr: str) -> bool:
+    """Is ``self.<attr>`` of the module-level class ``class_name`` a layer with weights?
+    Its ``__init__`` (or a base's of this file) binds it to a torch.nn layer that has
+    some (``nn.Embedding(...)``, ``nn.Embedding.from_pretrained(...)``) or to a module
+    class of this file."""
+    callee = _init_callee(names, class_name, attr, set()) if class_name else None
+    if callee is None:
+        return False
+    qualified = names.resolve_dotted(callee)
+    if qualified is None:
+        return _local_kind(names, callee, set()) == "module"
+    parts = qualified.split(".")
+    return qualified.startswith("torch.nn.") and any(part in WEIGHTED_LAYERS for part in parts[2:])
+
+
+def _init_callee(names, class_name: str, attr: str, seen: set) -> Optional[str]:
+    if class_name in seen:
+        return None
+    seen.add(class_name)
+    callee = names.init_callee(class_name, attr)
+    if callee is not None:
+        return callee
+    for base in names.local_bases(class_name):
+        callee = _init_callee(names, base, attr, seen)
+        if callee is not None:
+            return callee
+    return None
+
+
 def kind_of_qualified(qualified: str) -> Optional[str]:
     if qualified in MODULE_BASES:
         return "module"

@@ -18,6 +18,7 @@ from .._lazy import cst
 from ..analysis.code import code_of
 from ..analysis.flow.calls import dtype_only
 from ..analysis.function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function
+from ..analysis.modules import class_kind, is_layer_attribute
 from ..analysis.vocabulary import (
     DATA_FACTORIES,
     FACTORY_NAMES,
@@ -102,7 +103,8 @@ COMPARE_OPS = frozenset("Equal NotEqual LessThan LessThanEqual GreaterThan Great
 
 class FactoryWithoutDevice(Rule):
     r"""## What it does
-    Inside a function or method, flags a torch factory call without `device=`
+    Inside a function or method (other than a module's `forward` or a metric's `update`:
+    TDV504 decides those, on by default), flags a torch factory call without `device=`
     (`torch.zeros(n)`, `torch.arange(n)`, `torch.tensor([...])`, `torch.eye(n)`, ... under any
     alias) whose result is then used together with a tensor derived from the function's
     parameters in an operation that needs one device:
@@ -110,7 +112,9 @@ class FactoryWithoutDevice(Rule):
     - an in-place op on either side (`total += batch.sum(0)`, `hist.index_add_(0, idx, w)`);
     - `index_put_`/`index_add_`/`scatter*_`/`masked_fill(_)`/`gather` and similar methods;
     - `torch.cat`/`torch.stack`/`torch.where` and other torch functions taking both;
-    - indexing the CPU tensor with input-derived indices in an assignment.
+    - indexing the CPU tensor with input-derived indices in an assignment;
+    - in a method of a module, handing it to one of the module's layers with weights
+      (`self.pos_emb(torch.arange(n))`; TDV504's page says which layers count).
 
     The rule follows the data, not names: a parameter counts as a tensor input once the
     function uses it as one (a tensor attribute or method such as `x.shape`, `x.float()`,
@@ -135,8 +139,8 @@ class FactoryWithoutDevice(Rule):
     - parameters never used as tensors (`torch.ones(4) * rank`), and parameters typed or
       defaulted as numbers or strings (`eps=1e-6`, `num_classes: int`).
 
-    **Off by default.** Precision on real code: 63% on the tune split (judged findings, see
-    docs/precision.md; 11% counting `latent` as false); the held-out figure is in
+    **Off by default.** Precision on real code: 59% on the tune split (judged findings, see
+    docs/precision.md; 16% counting `latent` as false); the held-out figure is in
     docs/precision.md. Most tune findings are helpers that only ever see CPU inputs
     (test and demo data, models kept on CPU by design, inputs that are not tensors) or
     code following a `set_default_device` convention: whether an input can be on a GPU
@@ -173,7 +177,8 @@ class FactoryWithoutDevice(Rule):
       tensors (no tensor attribute or method used on them, no `Tensor` annotation);
     - 0-dim factories (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally;
     - data-loading code (`__getitem__`, collate functions, Dataset / Sampler classes) and inputs that go through
-      `.numpy()` (CPU code by design).
+      `.numpy()` (CPU code by design);
+    - a module's `forward` and a metric's `update` outside test modules: TDV504 reports those.
 
     ## The error torch raises
     On a GPU machine:
@@ -201,8 +206,14 @@ class FactoryWithoutDevice(Rule):
         "{factory}() without device= makes a CPU tensor, and it meets {root} (an input) in an "
         "operation that needs one device; pass device={root}.device"
     )
-    DEFAULT_ENABLED = False  # 63% tune precision, 11% strict (docs/precision.md)
+    LAYER_MESSAGE = (
+        "{factory}() without device= makes a CPU tensor, and self.{layer} receives it: the layer's "
+        "weights are on the module's device; pass device={device}"
+    )
+    DEFAULT_ENABLED = False  # 59% tune precision, 16% strict (docs/precision.md)
     NEEDS = FACTORY_NAMES
+    # False: every function but a model's entry point (TDV504 decides those, on by default).
+    MODEL_ENTRIES = False
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -211,6 +222,8 @@ class FactoryWithoutDevice(Rule):
         self._frames: list[Optional[dict]] = []
         self._in_class: list[bool] = []
         self._data_class: list[bool] = []  # inside a Dataset/Sampler class
+        self._model_class: list[Optional[str]] = []  # "module" / "metric" / None, per class
+        self._class_names: list[str] = []
         # Per outermost function: parameters seen used as tensors, and the
         # findings waiting for that evidence (a later line may provide it).
         self._groups: list[_Group] = []
@@ -220,22 +233,29 @@ class FactoryWithoutDevice(Rule):
         self._frames.append(None)
         self._in_class.append(True)
         self._data_class.append(_is_data_class(node) or bool(self._data_class and self._data_class[-1]))
+        self._model_class.append(class_kind(self.names, node))
+        self._class_names.append(node.name.value)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._frames.pop()
         self._in_class.pop()
         self._data_class.pop()
+        self._model_class.pop()
+        self._class_names.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         is_method = bool(self._in_class) and self._in_class[-1]
         outer = self._frames[-1] if self._frames else None
         name = node.name.value
         disabled = is_data_function(name) or (is_method and self._data_class[-1])
+        if outer is None and not disabled:  # a unit of its own: whose is it, TDV502's or TDV504's?
+            disabled = self._is_model_entry(name, is_method) != self.MODEL_ENTRIES
         if disabled or (self._frames and outer is None and not is_method):
             env = None
         else:
             if outer is None:
-                self._groups.append(_Group(node))
+                module = is_method and self._model_class[-1] == "module"
+                self._groups.append(_Group(node, self._class_names[-1] if module else None))
             env = dict(outer) if outer else {}
             env.update(self._params(node, is_method))
         self._frames.append(env)
@@ -246,6 +266,14 @@ class FactoryWithoutDevice(Rule):
         self._in_class.pop()
         if self._groups and self._groups[-1].owner is node:
             self._report_group(self._groups.pop())
+
+    def _is_model_entry(self, name: str, is_method: bool) -> bool:
+        """A module's ``forward`` or a metric's ``update``/``forward``, outside test modules:
+        their inputs are on the device the model or metric was moved to."""
+        if not is_method or self.context.is_test:
+            return False
+        kind = self._model_class[-1]
+        return name == "forward" and kind is not None or name == "update" and kind == "metric"
 
     def _params(self, node: cst.FunctionDef, is_method: bool) -> dict:
         params = node.params
@@ -258,6 +286,7 @@ class FactoryWithoutDevice(Rule):
             name = param.name.value
             typed = _annotation(param)
             env[name] = ("T", (name,), True) if _maybe_tensor(param, typed) else None
+            self._groups[-1].params.append(name)
             if typed and "Tensor" in typed:
                 self._groups[-1].evidence.add(name)
         for star in (params.star_arg, params.star_kwarg):
@@ -382,6 +411,11 @@ class FactoryWithoutDevice(Rule):
             return kind
         if isinstance(expr, cst.Lambda):
             return None  # its own scope
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            kinds = [self._kind(element.value) for element in expr.elements]
+            if kinds and all(_is(k, "C") for k in kinds):  # (h0, c0): an RNN's CPU state
+                return ("C", kinds[0][1], all(k[2] for k in kinds))
+            return None
         self._children(expr)
         return None
 
@@ -533,6 +567,8 @@ class FactoryWithoutDevice(Rule):
         for arg in call.args:
             if not _tensor_arg(arg):
                 self._kind(arg.value)
+        if receiver is None and _is_self(func.value) and self._groups and self._groups[-1].layers_of:
+            self._layer_call(call, method, args)
         if method in SCALAR_METHODS or (method in MOVED_OR_CONVERTED and not _is(receiver, "T")):
             return None
         if method in ("to", "cuda") and not dtype_only(call, self.names):
@@ -567,6 +603,14 @@ class FactoryWithoutDevice(Rule):
         if _is(kind, "T") and kind[2] and (member is None or member in TENSOR_MEMBERS) and self._groups:
             self._groups[-1].evidence.update(kind[1])
 
+    def _layer_call(self, call: cst.Call, attr: str, args: list) -> None:
+        """``self.pos_emb(torch.arange(n))`` in a module: a CPU tensor handed to a layer,
+        whose weights are wherever the module was moved."""
+        group = self._groups[-1]
+        cpu = [k for k in args if _is(k, "C") and not k[2]]
+        if cpu and is_layer_attribute(self.names, group.layers_of, attr):
+            group.layer_findings.append((cpu[0][1], attr))
+
     # -- reporting ------------------------------------------------------
     def _found(self, cpu, tensor) -> None:
         if self._groups:
@@ -582,16 +626,26 @@ class FactoryWithoutDevice(Rule):
             # The callee as dotted text: one line, whatever its layout (``torch . ones``).
             factory = dotted_name(call.func) or code_of(call.func)
             self.report(call, self.MESSAGE.format(factory=factory, root=evident[0]))
+        inputs = [name for name in group.params if name in group.evidence]
+        device = f"{inputs[0]}.device" if inputs else "next(self.parameters()).device"
+        for call, attr in group.layer_findings:
+            if passes_device(call):
+                continue
+            factory = dotted_name(call.func) or code_of(call.func)
+            self.report(call, self.LAYER_MESSAGE.format(factory=factory, layer=attr, device=device))
 
 
 class _Group:
-    __slots__ = ("owner", "evidence", "cpu_bound", "findings")
+    __slots__ = ("owner", "layers_of", "params", "evidence", "cpu_bound", "findings", "layer_findings")
 
-    def __init__(self, owner: cst.FunctionDef) -> None:
+    def __init__(self, owner: cst.FunctionDef, layers_of: Optional[str]) -> None:
         self.owner = owner
+        self.layers_of = layers_of  # the module class whose ``self.<layer>(...)`` calls count
+        self.params: list = []  # the unit's parameters, in order
         self.evidence: set = set()
         self.cpu_bound: set = set()
         self.findings: list = []
+        self.layer_findings: list = []  # (factory call, layer attribute)
 
 
 def _roots(kinds: list) -> tuple:
@@ -628,6 +682,10 @@ def _is_self_member(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self" or (
         isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
     )
+
+
+def _is_self(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "self"
 
 
 def _is_tensor_op(qualified: str) -> bool:

@@ -1,0 +1,104 @@
+"""TDV504: a tensor made without ``device=`` in a model's ``forward`` meets its input.
+
+The same data-following decision as TDV502 (one visitor, ``FactoryWithoutDevice``),
+for the functions whose inputs are known to live where the model lives: a module's
+``forward`` and a metric's ``update``. TDV502 decides every other function.
+"""
+
+from __future__ import annotations
+
+from ..analysis.vocabulary import FACTORY_NAMES
+from .tdv502 import FactoryWithoutDevice
+
+
+class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
+    r"""## What it does
+    In the `forward` of a class that derives from `torch.nn.Module` (under any alias, or
+    through a class of the same file that does), or the `update`/`forward` of a
+    `torchmetrics.Metric`, flags a torch factory call without `device=` (`torch.zeros(n)`,
+    `torch.arange(n)`, `torch.ones(n, n).tril()`, `torch.tensor([...])`, ...) whose result
+    then meets the method's input in an operation that needs one device: arithmetic or a
+    comparison (`x + pad`, `positions < lengths[:, None]`), an in-place op on either side,
+    `masked_fill`/`index_add_`/`gather` and similar methods, `torch.cat`/`stack`/`where`, or
+    indexing one with the other in an assignment. Also when the CPU tensor is handed to one
+    of the module's own layers with weights (`self.pos_emb(torch.arange(n))`, an LSTM's
+    `(h0, c0)`): a layer its `__init__` (or a base class's, in this file) builds from a
+    `torch.nn` class that holds weights (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
+    norms, attention, transformer layers) or from a module class of the same file. Closures
+    defined in `forward` count as `forward`.
+
+    It is TDV502's decision (the data followed from the parameters, the same exemptions)
+    applied where the input's device is known: whoever calls `model(x)` on a GPU has moved
+    the model there, and `x` with it. TDV502 (opt-in) decides every other function.
+
+    ## Why is this bad?
+    A factory without `device=` makes a CPU tensor. The model works in every CPU test and
+    crashes on its first batch on a GPU: the mask, the positions, the padding or the running
+    total is on the CPU while the activations are on `cuda:0`.
+
+    ## Example
+    ```python
+    class CausalAttention(nn.Module):
+        def forward(self, x):
+            n = x.size(1)
+            scores = self.scores(x)
+            mask = torch.ones(n, n).tril()
+            return scores.masked_fill(mask == 0, float("-inf"))
+    ```
+
+    ## Use instead
+    ```python
+    class CausalAttention(nn.Module):
+        def forward(self, x):
+            n = x.size(1)
+            scores = self.scores(x)
+            mask = torch.ones(n, n, device=x.device).tril()
+            return scores.masked_fill(mask == 0, float("-inf"))
+    ```
+    A constant mask can also be a buffer (`self.register_buffer("mask", ...)` in
+    `__init__`): `.to(device)` moves it with the module.
+
+    ## Fix safety
+    No fix is offered: the device to use (`x.device`, a buffer, the input that is really
+    on the model's device) is the author's choice. The message names the input the rule
+    followed.
+
+    ## When it does not report
+    - a layer without weights (`nn.Dropout`, activations, most losses) or one the file does
+      not show to be a module (`self.encoder = Encoder()` with `Encoder` imported);
+    - calls with `device=`, `out=` or `**kwargs`, `*_like` factories and `Tensor.new_*`,
+      factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda()`) or rebound after a move;
+    - 0-dim factories (`torch.tensor(2.0)`) in out-of-place ops, which mix with CUDA
+      tensors legally;
+    - inputs never used as tensors, typed or defaulted as numbers or strings, or sent
+      through `.numpy()` (CPU code by design);
+    - methods other than `forward` (and a metric's `update`), classes that are not
+      modules or metrics as far as this file shows, and test modules (a toy module in a
+      test runs where the test puts it).
+
+    ## The error torch raises
+    On a GPU machine:
+
+    ```
+    RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    On a CPU machine, with the meta device standing in for the GPU (an operation of the
+    two; a meta layer takes CPU indices without complaint, so the layer form is proven on
+    a GPU and under fake CUDA only):
+
+    ```
+    RuntimeError: Tensor on device meta is not on the expected device cpu!
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+    """
+
+    CODE = "TDV504"
+    NAME = "factory-without-device-in-forward"
+    SUMMARY = "tensor created without `device=` in a module's `forward` meets its input"
+    DEFAULT_ENABLED = True
+    MODEL_ENTRIES = True
+    # Every finding is in a ``forward`` or ``update`` method (or a closure of one): its
+    # own name is a word of its unit.
+    NEEDS = [FACTORY_NAMES, {"forward", "update"}]
+    TOGETHER = True
