@@ -98,7 +98,8 @@ class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
     SUMMARY = "tensor created without `device=` in a module's `forward` meets its input"
     DEFAULT_ENABLED = True
     MODEL_ENTRIES = True
-    # Every finding is in a ``forward`` or ``update`` method (or a closure of one): its
-    # own name is a word of its unit.
-    NEEDS = [FACTORY_NAMES, {"forward", "update"}]
+    # Every finding is a factory call (``torch.zeros(``; an imported or aliased name is
+    # found as such) in a ``forward`` or ``update`` method, or a closure of one: its own
+    # name is a word of its unit. ``Tensor`` as an annotation or ``range`` in a loop is no call.
+    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES}, {"forward", "update"}]
     TOGETHER = True
