@@ -384,6 +384,31 @@ def test_a_cpu_tensor_handed_to_a_weighted_layer_of_the_module():
     assert result.violations[0].message.endswith("pass device=x.device")
 
 
+def test_a_tensor_made_where_cuda_is_missing_meets_nothing_on_a_gpu():
+    source = """
+    import torch
+    from torch import nn
+    class W(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 4)
+
+        def forward(self, x):
+            if torch.cuda.is_available():
+                h = torch.zeros(1, 2, 4).cuda()
+            elif x.dim() == 2:
+                h = torch.zeros(1, 4)
+            else:
+                h = torch.zeros(1, 2, 4).cpu()
+            if not x.is_cuda:
+                m = torch.ones(4)
+            else:
+                m = torch.ones(4, device=x.device)
+            return self.rnn(x, h), x * m, x + torch.zeros(4)
+    """
+    assert tdv504(source) == [20]
+
+
 def test_forward_default_mask_and_exemptions():
     source = """
     import torch

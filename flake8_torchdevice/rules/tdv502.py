@@ -18,6 +18,7 @@ from .._lazy import cst
 from ..analysis.code import code_of
 from ..analysis.flow.calls import dtype_only
 from ..analysis.function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function
+from ..analysis.guards import availability_test, is_no_cuda_test
 from ..analysis.modules import class_kind, is_layer_attribute
 from ..analysis.vocabulary import (
     DATA_FACTORIES,
@@ -224,6 +225,10 @@ class FactoryWithoutDevice(Rule):
         self._data_class: list[bool] = []  # inside a Dataset/Sampler class
         self._model_class: list[Optional[str]] = []  # "module" / "metric" / None, per class
         self._class_names: list[str] = []
+        # Blocks that run only where CUDA is missing (or the input is not on it): a tensor
+        # made there meets nothing on a GPU.
+        self._cpu_blocks: set = set()
+        self._cpu_depth = 0
         # Per outermost function: parameters seen used as tensors, and the
         # findings waiting for that evidence (a later line may provide it).
         self._groups: list[_Group] = []
@@ -325,6 +330,20 @@ class FactoryWithoutDevice(Rule):
 
     def visit_If(self, node: cst.If) -> None:
         self._eval_stmt(node.test)
+        if self._env is None:
+            return
+        if availability_test(node.test, self.names):  # if torch.cuda.is_available(): ... else: <no CUDA>
+            self._cpu_blocks.update(_branch_blocks(node.orelse))
+        elif is_no_cuda_test(node.test, self.names):
+            self._cpu_blocks.add(id(node.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if id(node) in self._cpu_blocks:
+            self._cpu_depth += 1
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if id(node) in self._cpu_blocks:
+            self._cpu_depth -= 1
 
     def visit_While(self, node: cst.While) -> None:
         self._eval_stmt(node.test)
@@ -549,6 +568,8 @@ class FactoryWithoutDevice(Rule):
             return _impure(kinds[0])  # torch.tensor(x) / as_tensor(x) keep x's device
         if qualified in SHAPE_FACTORIES:
             self._forget_sizes(call)
+        if self._cpu_depth:
+            return None  # made where no GPU is: whatever it meets is on the CPU too
         return ("C", call, maybe_zero_dim(qualified, call))
 
     def _forget_sizes(self, call: cst.Call) -> None:
@@ -682,6 +703,15 @@ def _is_self_member(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self" or (
         isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
     )
+
+
+def _branch_blocks(orelse) -> list:
+    """The ids of the blocks of an ``else`` / ``elif`` chain."""
+    blocks = []
+    while orelse is not None:
+        blocks.append(id(orelse.body))
+        orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+    return blocks
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:
