@@ -188,3 +188,15 @@ def test_matplotlib_reads_its_data_as_numpy(imports, call, found):
     source = imports + f"device = 'cuda'\n\n\ndef show(ax, x):\n    scores = x.to(device)\n    {call}\n"
     line = HEAD.count("\n") + imports.count("\n") + 6
     assert codes(source) == ([("TDV603", line)] if found else [])
+
+
+@pytest.mark.parametrize("move, found", [
+    ("    x.data = x.data.cuda()\n", []),  # the old Variable idiom: x now holds CUDA storage
+    ("    pass\n", [("TDV601", 10)]),
+])
+def test_assigning_data_moves_the_tensor_that_holds_it(move, found):
+    source = (
+        "model = nn.Linear(1, 1)\nif args.cuda:\n    model.cuda()\nx = torch.rand(1, 1)\n"
+        "if args.cuda:\n" + move + "out = model(x)\n"
+    )
+    assert codes(source) == found

@@ -195,6 +195,20 @@ def test_tdv201_a_load_in_the_body_of_a_cuda_flag_runs_where_cuda_is():
     assert found(source.replace("if args.cuda:", "if args.gpu is None:"), TorchLoadWithoutMapLocation) == [3]
 
 
+def test_tdv201_the_else_of_a_negated_cuda_flag_runs_where_cuda_is():
+    source = (
+        "import torch\n"
+        "if not args.cuda:\n"
+        "    model = torch.load(f, map_location=lambda storage, loc: storage)\n"
+        "elif args.half:\n"
+        "    model = torch.load(f).half()\n"
+        "else:\n"
+        "    model = torch.load(f)\n"
+        "other = torch.load(g)\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == [8]  # the branches after `not cuda` have CUDA
+
+
 def _in(source: str, filename: str, full: bool = False) -> list[int]:
     result = check_source(textwrap.dedent(source), rules=(TorchLoadWithoutMapLocation,), filename=filename,
                           strict=True, full=full)

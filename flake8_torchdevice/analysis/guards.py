@@ -138,6 +138,16 @@ def is_no_cuda_test(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return False
 
 
+def branch_blocks(orelse) -> list:
+    """The ids of the blocks of the ``else`` / ``elif`` chain ``orelse`` of an ``if``: the
+    code that runs when its test is false."""
+    blocks = []
+    while orelse is not None:
+        blocks.append(id(orelse.body))
+        orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+    return blocks
+
+
 def ends_block(body: cst.BaseSuite) -> bool:
     """True if ``body`` always leaves the enclosing block: return, raise,
     continue, break, or a call such as ``pytest.skip()`` / ``sys.exit()``."""

@@ -10,7 +10,7 @@ from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.function_inputs import is_data_class_name
-from ..analysis.guards import CUDA_WORD, availability_test, is_cuda_test, is_no_cuda_test, is_test_code
+from ..analysis.guards import CUDA_WORD, availability_test, branch_blocks, is_cuda_test, is_no_cuda_test, is_test_code
 from ..analysis.machines import MachineEvidence
 from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
 from ..rule import CLASS, STATEMENT, Rule
@@ -229,6 +229,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         test = node.test
         if _runs_where_cuda_is(test, self.names):
             self._cuda_bodies.add(id(node.body))  # ``if torch.cuda.is_available():``, ``if args.cuda:``
+        elif is_no_cuda_test(test, self.names):
+            self._cuda_bodies.update(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
         self._enter_test(test)
 
     def leave_If(self, node: cst.If) -> None:

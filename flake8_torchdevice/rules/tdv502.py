@@ -18,7 +18,7 @@ from .._lazy import cst
 from ..analysis.code import code_of
 from ..analysis.flow.calls import dtype_only
 from ..analysis.function_inputs import TENSOR_HINTS, is_data_class_name, is_data_function
-from ..analysis.guards import availability_test, is_no_cuda_test
+from ..analysis.guards import availability_test, branch_blocks, is_no_cuda_test
 from ..analysis.modules import class_kind, is_layer_attribute
 from ..analysis.vocabulary import (
     DATA_FACTORIES,
@@ -333,7 +333,7 @@ class FactoryWithoutDevice(Rule):
         if self._env is None:
             return
         if availability_test(node.test, self.names):  # if torch.cuda.is_available(): ... else: <no CUDA>
-            self._cpu_blocks.update(_branch_blocks(node.orelse))
+            self._cpu_blocks.update(branch_blocks(node.orelse))
         elif is_no_cuda_test(node.test, self.names):
             self._cpu_blocks.add(id(node.body))
 
@@ -703,15 +703,6 @@ def _is_self_member(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self" or (
         isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
     )
-
-
-def _branch_blocks(orelse) -> list:
-    """The ids of the blocks of an ``else`` / ``elif`` chain."""
-    blocks = []
-    while orelse is not None:
-        blocks.append(id(orelse.body))
-        orelse = orelse.orelse if isinstance(orelse, cst.If) else None
-    return blocks
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:

@@ -32,6 +32,8 @@ class Expressions:
                 self.bind(element.value, value if spread else None, env)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, None, env)
+        elif isinstance(target, cst.Attribute) and target.attr.value == "data" and key_of(target.value):
+            self.bind(target.value, value, env)  # x.data = v: x now holds v's storage, on v's device
         else:
             self.ev(target, env)  # a[i] = v / self.x = v: evaluate the parts
 
