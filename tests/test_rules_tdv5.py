@@ -409,6 +409,17 @@ def test_a_tensor_made_where_cuda_is_missing_meets_nothing_on_a_gpu():
     assert tdv504(source) == [20]
 
 
+@pytest.mark.parametrize("imports, base", [
+    ("import pytorch_lightning as pl", "pl.LightningModule"),
+    ("from lightning import LightningModule", "LightningModule"),
+    ("import lightning.pytorch as L", "L.LightningModule"),
+])
+def test_a_lightning_module_is_a_module(imports, base):
+    source = (f"import torch\n{imports}\nclass M({base}):\n"
+              "    def forward(self, x):\n        return x.float() + torch.zeros(3)\n")
+    assert tdv504(source) == [5]
+
+
 def test_forward_default_mask_and_exemptions():
     source = """
     import torch

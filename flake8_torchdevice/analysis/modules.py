@@ -97,6 +97,9 @@ def _init_callee(names, class_name: str, attr: str, seen: set) -> Optional[str]:
 def kind_of_qualified(qualified: str) -> Optional[str]:
     if qualified in MODULE_BASES:
         return "module"
+    head, _, last = qualified.partition(".")
+    if head in ("lightning", "pytorch_lightning") and qualified.endswith(".LightningModule"):
+        return "module"  # an nn.Module whose forward gets inputs on its device too
     if qualified in METRIC_BASES:
         return "metric"
     head, _, last = qualified.rpartition(".")

@@ -13,8 +13,9 @@ from .tdv502 import FactoryWithoutDevice
 
 class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
     r"""## What it does
-    In the `forward` of a class that derives from `torch.nn.Module` (under any alias, or
-    through a class of the same file that does), or the `update`/`forward` of a
+    In the `forward` of a class that derives from `torch.nn.Module` (under any alias, through
+    a class of the same file that does, or through Lightning's `LightningModule`), or the
+    `update`/`forward` of a
     `torchmetrics.Metric`, flags a torch factory call without `device=` (`torch.zeros(n)`,
     `torch.arange(n)`, `torch.ones(n, n).tril()`, `torch.tensor([...])`, ...) whose result
     then meets the method's input in an operation that needs one device: arithmetic or a
