@@ -404,9 +404,14 @@ def test_a_tensor_made_where_cuda_is_missing_meets_nothing_on_a_gpu():
                 m = torch.ones(4)
             else:
                 m = torch.ones(4, device=x.device)
-            return self.rnn(x, h), x * m, x + torch.zeros(4)
+            ids = torch.zeros(2, 4)
+            if torch.cuda.is_available():
+                out = self.rnn(x, ids.cuda())
+            else:
+                out = self.rnn(x, ids)  # met only where CUDA is missing
+            return self.rnn(x, h), x * m, x + torch.zeros(4), out
     """
-    assert tdv504(source) == [20]
+    assert tdv504(source) == [25]
 
 
 @pytest.mark.parametrize("imports, base", [
@@ -418,6 +423,31 @@ def test_a_lightning_module_is_a_module(imports, base):
     source = (f"import torch\n{imports}\nclass M({base}):\n"
               "    def forward(self, x):\n        return x.float() + torch.zeros(3)\n")
     assert tdv504(source) == [5]
+
+
+def test_the_layers_a_forward_loops_over_and_variable_wrappers():
+    source = """
+    import torch
+    from torch import nn
+    from torch.autograd import Variable
+    class Stacked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dims = [4]
+            self.rnns = nn.ModuleList([nn.LSTM(4, 4)])
+
+        def forward(self, x):
+            out = x
+            for dim, layer in zip(self.dims, self.rnns):
+                hidden = (Variable(torch.zeros(1, 2, dim)), Variable(torch.zeros(1, 2, dim)))
+                out, _ = layer(out, hidden)
+            for layer in self.rnns:
+                state = layer(torch.zeros(2, 4))  # no input goes in: maybe no layer at all
+            return out
+    """
+    assert tdv504(source) == [14]
+    result = check_source(textwrap.dedent(source), rules=[FactoryWithoutDeviceInForward], strict=True)
+    assert "layer (a layer of self.rnns) receives it" in result.violations[0].message
 
 
 def test_forward_default_mask_and_exemptions():

@@ -99,6 +99,8 @@ TENSOR_MEMBERS = frozenset(
     rsqrt amax amin median kthvalue quantile count_nonzero repeat_interleave index_fill
     masked_scatter take_along_dim copy_ broadcast_to movedim float long int bool byte""".split()
 )
+# ``Variable(t)`` returns ``t`` itself, wherever it is.
+VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 COMPARE_OPS = frozenset("Equal NotEqual LessThan LessThanEqual GreaterThan GreaterThanEqual".split())  # node types
 
 
@@ -208,7 +210,7 @@ class FactoryWithoutDevice(Rule):
         "operation that needs one device; pass device={root}.device"
     )
     LAYER_MESSAGE = (
-        "{factory}() without device= makes a CPU tensor, and self.{layer} receives it: the layer's "
+        "{factory}() without device= makes a CPU tensor, and {layer} receives it: the layer's "
         "weights are on the module's device; pass device={device}"
     )
     DEFAULT_ENABLED = False  # 59% tune precision, 16% strict (docs/precision.md)
@@ -355,6 +357,10 @@ class FactoryWithoutDevice(Rule):
         if self._env is not None:
             kind = self._ev(node.iter)
             self._bind(node.target, kind if _is(kind, "T") else None)  # items of an input
+            group = self._groups[-1] if self._groups else None
+            if group is not None and group.layers_of:
+                # ``for layer in self.layers`` / ``zip(self.dims, self.rnns)``: the module's own layers
+                group.loop_layers.update(_items_of_self(node.target, node.iter))
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if self._env is not None:
@@ -532,7 +538,14 @@ class FactoryWithoutDevice(Rule):
             if call.func.value == "range":
                 self._forget_sizes(call)
             return None
+        if qualified in VARIABLES and args:
+            return args[0]  # Variable(t) is t (a no-op wrapper since torch 0.4)
         self._kind(call.func)
+        group = self._groups[-1] if self._groups else None
+        if isinstance(call.func, cst.Name) and group is not None and call.func.value in group.loop_layers:
+            if any(_is(k, "T") for k in args):  # layer(output, hidden): a layer run on the input
+                label = f"{call.func.value} (a layer of self.{group.loop_layers[call.func.value]})"
+                self._cpu_into_layer(call, label, args)
         tensors = [k for k in args if _is(k, "T")]
         return ("T", _roots(tensors), False) if tensors else None  # helper(x): derived, maybe
 
@@ -627,14 +640,17 @@ class FactoryWithoutDevice(Rule):
     def _layer_call(self, call: cst.Call, attr: str, args: list) -> None:
         """``self.pos_emb(torch.arange(n))`` in a module: a CPU tensor handed to a layer,
         whose weights are wherever the module was moved."""
-        group = self._groups[-1]
+        if is_layer_attribute(self.names, self._groups[-1].layers_of, attr):
+            self._cpu_into_layer(call, f"self.{attr}", args)
+
+    def _cpu_into_layer(self, call: cst.Call, label: str, args: list) -> None:
         cpu = [k for k in args if _is(k, "C") and not k[2]]
-        if cpu and is_layer_attribute(self.names, group.layers_of, attr):
-            group.layer_findings.append((cpu[0][1], attr))
+        if cpu and not self._cpu_depth:  # a layer run where CUDA is missing is on the CPU
+            self._groups[-1].layer_findings.append((cpu[0][1], label))
 
     # -- reporting ------------------------------------------------------
     def _found(self, cpu, tensor) -> None:
-        if self._groups:
+        if self._groups and not self._cpu_depth:  # a meeting where CUDA is missing is on the CPU
             self._groups[-1].findings.append((cpu[1], tensor[1]))
 
     def _report_group(self, group: "_Group") -> None:
@@ -657,7 +673,8 @@ class FactoryWithoutDevice(Rule):
 
 
 class _Group:
-    __slots__ = ("owner", "layers_of", "params", "evidence", "cpu_bound", "findings", "layer_findings")
+    __slots__ = ("owner", "layers_of", "params", "evidence", "cpu_bound", "findings", "layer_findings",
+                 "loop_layers")
 
     def __init__(self, owner: cst.FunctionDef, layers_of: Optional[str]) -> None:
         self.owner = owner
@@ -666,7 +683,8 @@ class _Group:
         self.evidence: set = set()
         self.cpu_bound: set = set()
         self.findings: list = []
-        self.layer_findings: list = []  # (factory call, layer attribute)
+        self.layer_findings: list = []  # (factory call, what names the layer)
+        self.loop_layers: dict = {}  # loop variable -> the self attribute it iterates
 
 
 def _roots(kinds: list) -> tuple:
@@ -703,6 +721,30 @@ def _is_self_member(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "self" or (
         isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
     )
+
+
+def _items_of_self(target: cst.BaseExpression, iterable: cst.BaseExpression) -> dict:
+    """{loop variable: attr} for the variables that take the items of ``self.attr``:
+    ``for x in self.attr``, ``for a, x in zip(self.other, self.attr)``,
+    ``for i, x in enumerate(self.attr)``, ``reversed(self.attr)``."""
+    if isinstance(iterable, cst.Attribute) and _is_self(iterable.value):
+        return {target.value: iterable.attr.value} if isinstance(target, cst.Name) else {}
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name)):
+        return {}
+    wrapper, args = iterable.func.value, [arg.value for arg in iterable.args if arg.keyword is None]
+    if wrapper == "reversed" and len(args) == 1:
+        return _items_of_self(target, args[0])
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return {}
+    elements = [element.value for element in target.elements]
+    if wrapper == "enumerate" and args and len(elements) == 2:
+        return _items_of_self(elements[1], args[0])
+    if wrapper == "zip" and len(args) == len(elements):
+        found = {}
+        for element, arg in zip(elements, args):
+            found.update(_items_of_self(element, arg))
+        return found
+    return {}
 
 
 def _is_self(expr: cst.BaseExpression) -> bool:
