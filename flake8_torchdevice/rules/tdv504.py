@@ -25,8 +25,10 @@ class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
     of the module's own layers with weights (`self.pos_emb(torch.arange(n))`, an LSTM's
     `(h0, c0)`): a layer its `__init__` (or a base class's, in this file) builds from a
     `torch.nn` class that holds weights (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
-    norms, attention, transformer layers) or from a module class of the same file. Closures
-    defined in `forward` count as `forward`.
+    norms, attention, transformer layers) or from a module class of the same file; or a
+    layer the forward loops over (`for layer in self.rnns: out, _ = layer(out, hidden)`,
+    also through `zip`/`enumerate`/`reversed`) and runs on the input. `Variable(t)` is `t`.
+    Closures defined in `forward` count as `forward`.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
     applied where the input's device is known: whoever calls `model(x)` on a GPU has moved
@@ -67,6 +69,9 @@ class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
     ## When it does not report
     - a layer without weights (`nn.Dropout`, activations, most losses) or one the file does
       not show to be a module (`self.encoder = Encoder()` with `Encoder` imported);
+    - code that runs only where CUDA is missing (the `else` of `if torch.cuda.is_available():`
+      or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`): what is made
+      or met there is on the CPU with everything else;
     - calls with `device=`, `out=` or `**kwargs`, `*_like` factories and `Tensor.new_*`,
       factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda()`) or rebound after a move;
     - 0-dim factories (`torch.tensor(2.0)`) in out-of-place ops, which mix with CUDA
