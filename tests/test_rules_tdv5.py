@@ -362,6 +362,7 @@ class Model(Base):
         self.block = Block()
         self.drop = nn.Dropout(0.1)
         self.encoder = Encoder()
+        self.width = self.rnn(torch.zeros(1, 2, 4))[0].shape[-1]  # built on the CPU: fine here
 
     def forward(self, x):
         a = self.pos(torch.arange(x.size(1)))
@@ -375,10 +376,11 @@ class Model(Base):
 
 
 def test_a_cpu_tensor_handed_to_a_weighted_layer_of_the_module():
-    # 23: an nn.Embedding of a base class of this file; 24: an LSTM's hidden state (the
-    # first of the tuple is reported); 25: a module class of this file. Not: Dropout has no
+    # 24: an nn.Embedding of a base class of this file; 25: an LSTM's hidden state (the
+    # first of the tuple is reported); 26: a module class of this file. Not: Dropout has no
     # weights, Encoder is not known to be a module, a moved or a 0-dim tensor.
-    assert tdv504(LAYERS) == [23, 24, 25]
+    assert tdv504(LAYERS) == [24, 25, 26]
+    assert lines(FactoryWithoutDevice, LAYERS) == []  # __init__ is TDV502's: nothing either
     result = check_source(textwrap.dedent(LAYERS), rules=[FactoryWithoutDeviceInForward], strict=True)
     assert "self.pos receives it" in result.violations[0].message
     assert result.violations[0].message.endswith("pass device=x.device")

@@ -1,7 +1,7 @@
 """Is a class an ``nn.Module`` (or a torchmetrics ``Metric``)? From its bases,
-under any alias, following classes of the same file to their bases. And which
-method of which class a walk is in (``MethodFrames``), for rules that read a
-class through its methods' ``self.<attr>``."""
+under any alias, following classes of the same file to their bases. Is one of its
+attributes a layer (``is_layer_attribute``)? And which method of which class a walk is in
+(``MethodFrames``), for rules that read a class through its methods' ``self.<attr>``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from .._lazy import cst
+from .layers import layer_state
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 METRIC_BASES = frozenset({"torchmetrics.Metric", "torchmetrics.metric.Metric"})
@@ -54,30 +55,21 @@ def _local_kind(names, name: str, seen: set) -> Optional[str]:
     return None
 
 
-# torch.nn layers that hold weights or buffers: a CPU tensor handed to one fails where
-# the module was moved (Dropout, activations and most losses have none, and take it).
-WEIGHTED_LAYERS = frozenset(
-    """Embedding EmbeddingBag Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d
-    ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d RNN LSTM GRU RNNCell
-    LSTMCell GRUCell BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LayerNorm GroupNorm
-    RMSNorm MultiheadAttention Transformer TransformerEncoder TransformerDecoder
-    TransformerEncoderLayer TransformerDecoderLayer PReLU""".split()
-)
-
-
 def is_layer_attribute(names, class_name: Optional[str], attr: str) -> bool:
-    """Is ``self.<attr>`` of the module-level class ``class_name`` a layer with weights?
-    Its ``__init__`` (or a base's of this file) binds it to a torch.nn layer that has
-    some (``nn.Embedding(...)``, ``nn.Embedding.from_pretrained(...)``) or to a module
-    class of this file."""
+    """Is ``self.<attr>`` of the module-level class ``class_name`` a layer with state?
+    Its ``__init__`` (or a base's of this file) binds it to a torch.nn layer that holds
+    some (``layers.py``: ``nn.Embedding(...)``, ``nn.Embedding.from_pretrained(...)``, a
+    container) or to a module class of this file."""
     callee = _init_callee(names, class_name, attr, set()) if class_name else None
     if callee is None:
         return False
     qualified = names.resolve_dotted(callee)
     if qualified is None:
         return _local_kind(names, callee, set()) == "module"
-    parts = qualified.split(".")
-    return qualified.startswith("torch.nn.") and any(part in WEIGHTED_LAYERS for part in parts[2:])
+    head, _, last = qualified.rpartition(".")
+    if last[:1].islower():  # a class's own constructor: nn.Embedding.from_pretrained(...)
+        qualified = head
+    return layer_state(qualified) == "module"
 
 
 def _init_callee(names, class_name: str, attr: str, seen: set) -> Optional[str]:

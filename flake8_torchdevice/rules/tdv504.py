@@ -1,17 +1,18 @@
 """TDV504: a tensor made without ``device=`` in a model's ``forward`` meets its input.
 
-The same data-following decision as TDV502 (one visitor, ``FactoryWithoutDevice``),
+The same data-following decision as TDV502 (one visitor, ``analysis/factory_meets.py``),
 for the functions whose inputs are known to live where the model lives: a module's
 ``forward`` and a metric's ``update``. TDV502 decides every other function.
 """
 
 from __future__ import annotations
 
+from ..analysis.factory_meets import FactoryMeetings
 from ..analysis.vocabulary import FACTORY_NAMES
-from .tdv502 import FactoryWithoutDevice
+from ..rule import Rule
 
 
-class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
+class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     r"""## What it does
     In the `forward` of a class that derives from `torch.nn.Module` (under any alias, through
     a class of the same file that does, or through Lightning's `LightningModule`), or the
@@ -24,8 +25,9 @@ class FactoryWithoutDeviceInForward(FactoryWithoutDevice):
     indexing one with the other in an assignment. Also when the CPU tensor is handed to one
     of the module's own layers with weights (`self.pos_emb(torch.arange(n))`, an LSTM's
     `(h0, c0)`): a layer its `__init__` (or a base class's, in this file) builds from a
-    `torch.nn` class that holds weights (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
-    norms, attention, transformer layers) or from a module class of the same file; or a
+    `torch.nn` class that holds state (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
+    norms, attention, transformer layers, containers) or from a module class of the same
+    file; or a
     layer the forward loops over (`for layer in self.rnns: out, _ = layer(out, hidden)`,
     also through `zip`/`enumerate`/`reversed`) and runs on the input. `Variable(t)` is `t`.
     Closures defined in `forward` count as `forward`.
