@@ -445,9 +445,10 @@ def test_the_layers_a_forward_loops_over_and_variable_wrappers():
                 out, _ = layer(out, hidden)
             for layer in self.rnns:
                 state = layer(torch.zeros(2, 4))  # no input goes in: maybe no layer at all
+            out, _ = self.rnns[0](out, (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)))
             return out
     """
-    assert tdv504(source) == [14]
+    assert tdv504(source) == [14, 18]
     result = check_source(textwrap.dedent(source), rules=[FactoryWithoutDeviceInForward], strict=True)
     assert "layer (a layer of self.rnns) receives it" in result.violations[0].message
 

@@ -405,11 +405,9 @@ class FactoryMeetings:
         if qualified in VARIABLES and args:
             return args[0]  # Variable(t) is t (a no-op wrapper since torch 0.4)
         self._kind(call.func)
-        group = self._groups[-1] if self._groups else None
-        if isinstance(call.func, cst.Name) and group is not None and call.func.value in group.loop_layers:
-            if any(tagged(k, "T") for k in args):  # layer(output, hidden): a layer run on the input
-                label = f"{call.func.value} (a layer of self.{group.loop_layers[call.func.value]})"
-                self._cpu_into_layer(call, label, args)
+        label = self._layer_of_self(call.func)
+        if label and any(tagged(k, "T") for k in args):  # layer(output, hidden): a layer run on the input
+            self._cpu_into_layer(call, label, args)
         tensors = [k for k in args if tagged(k, "T")]
         return ("T", union_of_roots(tensors), False) if tensors else None  # helper(x): derived, maybe
 
@@ -506,6 +504,18 @@ class FactoryMeetings:
         whose weights are wherever the module was moved."""
         if is_layer_attribute(self.names, self._groups[-1].layers_of, attr):
             self._cpu_into_layer(call, f"self.{attr}", args)
+
+    def _layer_of_self(self, func: cst.BaseExpression) -> Optional[str]:
+        """How to name ``func`` if it is one of a module's layers taken from ``self``: a loop
+        variable over ``self.rnns`` or an item ``self.rnns[i]``."""
+        group = self._groups[-1] if self._groups else None
+        if group is None or not group.layers_of:
+            return None
+        if isinstance(func, cst.Name) and func.value in group.loop_layers:
+            return f"{func.value} (a layer of self.{group.loop_layers[func.value]})"
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and is_self(func.value.value):
+            return f"self.{func.value.attr.value}[...]"
+        return None
 
     def _cpu_into_layer(self, call: cst.Call, label: str, args: list) -> None:
         cpu = [k for k in args if tagged(k, "C") and not k[2]]

@@ -28,8 +28,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     `torch.nn` class that holds state (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
     norms, attention, transformer layers, containers) or from a module class of the same
     file; or a
-    layer the forward loops over (`for layer in self.rnns: out, _ = layer(out, hidden)`,
-    also through `zip`/`enumerate`/`reversed`) and runs on the input. `Variable(t)` is `t`.
+    layer the forward takes from `self` and runs on the input: a loop over one
+    (`for layer in self.rnns: out, _ = layer(out, hidden)`, also through
+    `zip`/`enumerate`/`reversed`) or an item (`self.rnns[i](out, hidden)`). `Variable(t)` is `t`.
     Closures defined in `forward` count as `forward`.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
