@@ -13,6 +13,7 @@ from .layers import layer_state
 
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 METRIC_BASES = frozenset({"torchmetrics.Metric", "torchmetrics.metric.Metric"})
+LIGHTNING_ROOTS = frozenset({"lightning", "pytorch_lightning"})
 # torch.nn names that are classes but not Modules.
 NOT_MODULES = frozenset({"Parameter", "UninitializedParameter", "UninitializedBuffer", "Buffer"})
 # Methods whose override means the class moves its own state (``.to()`` and
@@ -89,8 +90,7 @@ def _init_callee(names, class_name: str, attr: str, seen: set) -> Optional[str]:
 def kind_of_qualified(qualified: str) -> Optional[str]:
     if qualified in MODULE_BASES:
         return "module"
-    head, _, last = qualified.partition(".")
-    if head in ("lightning", "pytorch_lightning") and qualified.endswith(".LightningModule"):
+    if qualified.split(".", 1)[0] in LIGHTNING_ROOTS and qualified.endswith(".LightningModule"):
         return "module"  # an nn.Module whose forward gets inputs on its device too
     if qualified in METRIC_BASES:
         return "metric"
