@@ -54,7 +54,7 @@ from .factory_kinds import (
 )
 from .flow.calls import dtype_only
 from .function_inputs import is_data_function
-from .guards import availability_test, branch_blocks, is_no_cuda_test
+from .guards import MarkedBlocks, availability_test, branch_blocks, is_no_cuda_test
 from .modules import class_kind, is_layer_attribute
 from .vocabulary import (
     DATA_FACTORIES,
@@ -91,8 +91,7 @@ class FactoryMeetings:
         self._class_names: list[str] = []
         # Blocks that run only where CUDA is missing (or the input is not on it): a tensor
         # made there meets nothing on a GPU.
-        self._cpu_blocks: set = set()
-        self._cpu_depth = 0
+        self._cpu_blocks = MarkedBlocks()
         # Per outermost function: parameters seen used as tensors, and the
         # findings waiting for that evidence (a later line may provide it).
         self._groups: list[_Group] = []
@@ -199,17 +198,15 @@ class FactoryMeetings:
         if self._env is None:
             return
         if availability_test(node.test, self.names):  # if torch.cuda.is_available(): ... else: <no CUDA>
-            self._cpu_blocks.update(branch_blocks(node.orelse))
+            self._cpu_blocks.mark(branch_blocks(node.orelse))
         elif is_no_cuda_test(node.test, self.names):
-            self._cpu_blocks.add(id(node.body))
+            self._cpu_blocks.mark([id(node.body)])
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        if id(node) in self._cpu_blocks:
-            self._cpu_depth += 1
+        self._cpu_blocks.enter(node)
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        if id(node) in self._cpu_blocks:
-            self._cpu_depth -= 1
+        self._cpu_blocks.leave(node)
 
     def visit_While(self, node: cst.While) -> None:
         self._eval_stmt(node.test)
@@ -443,7 +440,7 @@ class FactoryMeetings:
             return impure(kinds[0])  # torch.tensor(x) / as_tensor(x) keep x's device
         if qualified in SHAPE_FACTORIES:
             self._forget_sizes(call)
-        if self._cpu_depth:
+        if self._cpu_blocks.inside:
             return None  # made where no GPU is: whatever it meets is on the CPU too
         return ("C", call, maybe_zero_dim(qualified, call))
 
@@ -519,12 +516,12 @@ class FactoryMeetings:
 
     def _cpu_into_layer(self, call: cst.Call, label: str, args: list) -> None:
         cpu = [k for k in args if tagged(k, "C") and not k[2]]
-        if cpu and not self._cpu_depth:  # a layer run where CUDA is missing is on the CPU
+        if cpu and not self._cpu_blocks.inside:  # a layer run where CUDA is missing is on the CPU
             self._groups[-1].layer_findings.append((cpu[0][1], label))
 
     # -- reporting ------------------------------------------------------
     def _found(self, cpu, tensor) -> None:
-        if self._groups and not self._cpu_depth:  # a meeting where CUDA is missing is on the CPU
+        if self._groups and not self._cpu_blocks.inside:  # a meeting where CUDA is missing is on the CPU
             self._groups[-1].findings.append((cpu[1], tensor[1]))
 
     def _report_group(self, group: "_Group") -> None:

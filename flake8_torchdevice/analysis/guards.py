@@ -148,6 +148,29 @@ def branch_blocks(orelse) -> list:
     return blocks
 
 
+class MarkedBlocks:
+    """Blocks marked by id (the branches of an ``if`` that run only with CUDA, or only
+    without it), and whether a walk is inside one: a rule calls ``enter`` / ``leave`` from
+    its ``IndentedBlock`` visitors."""
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+        self._depth = 0
+
+    def mark(self, ids) -> None:
+        self._ids.update(ids)
+
+    def enter(self, node: cst.IndentedBlock) -> None:
+        self._depth += id(node) in self._ids
+
+    def leave(self, node: cst.IndentedBlock) -> None:
+        self._depth -= id(node) in self._ids
+
+    @property
+    def inside(self) -> bool:
+        return self._depth > 0
+
+
 def ends_block(body: cst.BaseSuite) -> bool:
     """True if ``body`` always leaves the enclosing block: return, raise,
     continue, break, or a call such as ``pytest.skip()`` / ``sys.exit()``."""

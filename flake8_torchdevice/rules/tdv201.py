@@ -10,7 +10,15 @@ from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.function_inputs import is_data_class_name
-from ..analysis.guards import CUDA_WORD, availability_test, branch_blocks, is_cuda_test, is_no_cuda_test, is_test_code
+from ..analysis.guards import (
+    CUDA_WORD,
+    MarkedBlocks,
+    availability_test,
+    branch_blocks,
+    is_cuda_test,
+    is_no_cuda_test,
+    is_test_code,
+)
 from ..analysis.machines import MachineEvidence
 from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
 from ..rule import CLASS, STATEMENT, Rule
@@ -146,8 +154,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._classes: list[_ClassFrame] = []
         self._loads: list[_Load] = []  # waiting for the module's end: the evidence is file-wide
         self._cpu_saved_names: set[str] = set()  # file-name literals this module saves CPU values to
-        self._cuda_bodies: set[int] = set()  # ids of ``if torch.cuda.is_available():`` bodies
-        self._in_cuda_body = 0
+        self._cuda_bodies = MarkedBlocks()  # ``if torch.cuda.is_available():`` bodies and the like
         # Per function (the module's code first, never set: a script's ``.cuda()`` may be
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
         # CUDA test? Then it is GPU code, whatever CPU path the module has.
@@ -228,9 +235,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     def visit_If(self, node: cst.If) -> None:
         test = node.test
         if _runs_where_cuda_is(test, self.names):
-            self._cuda_bodies.add(id(node.body))  # ``if torch.cuda.is_available():``, ``if args.cuda:``
+            self._cuda_bodies.mark([id(node.body)])  # ``if torch.cuda.is_available():``, ``if args.cuda:``
         elif is_no_cuda_test(test, self.names):
-            self._cuda_bodies.update(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
+            self._cuda_bodies.mark(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
         self._enter_test(test)
 
     def leave_If(self, node: cst.If) -> None:
@@ -249,10 +256,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._cuda_tests -= is_cuda_test(node.test)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._in_cuda_body += id(node) in self._cuda_bodies
+        self._cuda_bodies.enter(node)
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._in_cuda_body -= id(node) in self._cuda_bodies
+        self._cuda_bodies.leave(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_machine_call(node)
@@ -278,7 +285,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # above) and run where the suite's gates put them.
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
             return
-        if self._in_cuda_body:
+        if self._cuda_bodies.inside:
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
         if id(node) in self._tensorless_loads:
             return  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
