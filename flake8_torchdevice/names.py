@@ -41,7 +41,8 @@ class NameResolver:
         self._frames: list[tuple[bool, dict[str, Optional[str]]]] = []
         self._imported: set[str] = set()  # top-level packages imported at module level, any library
         self._classes: dict[str, list[str]] = {}  # module-level class -> dotted bases
-        self._layers: dict[str, dict] = {}  # module-level class -> {attr: dotted callee} of __init__
+        # module-level class -> its ast node, then {attr: dotted callee} of its __init__ once asked
+        self._layers: dict[str, object] = {}
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -119,12 +120,16 @@ class NameResolver:
 
     def init_callee(self, name: str, attr: str) -> Optional[str]:
         """The dotted callee of ``self.<attr> = callee(...)`` in the ``__init__`` of the
-        module-level class ``name`` (None if it has no such assignment)."""
-        return self._layers.get(name, {}).get(attr)
+        module-level class ``name`` (None if it has no such assignment). Read from the class's
+        ``ast`` node on the first question: most files never ask."""
+        calls = self._layers.get(name)
+        if isinstance(calls, ast.ClassDef):
+            calls = self._layers[name] = _init_calls(calls)
+        return calls.get(attr) if calls else None
 
-    def bind_class(self, name: str, bases: list[str], init_calls: Optional[dict] = None) -> None:
+    def bind_class(self, name: str, bases: list[str], node: Optional[ast.ClassDef] = None) -> None:
         self._classes[name] = bases
-        self._layers[name] = init_calls or {}
+        self._layers[name] = node
         self.unbind(name)
 
     def imports_any(self, packages) -> bool:
@@ -193,7 +198,7 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
                 resolver.bind_assignment(target.id, "None" if is_none else _dotted(value))
         elif isinstance(stmt, ast.ClassDef):
             bases = [_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases]
-            resolver.bind_class(stmt.name, [b for b in bases if b], _init_calls(stmt))
+            resolver.bind_class(stmt.name, [b for b in bases if b], stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.unbind(stmt.name)
     return resolver
