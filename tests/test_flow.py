@@ -200,3 +200,62 @@ def test_assigning_data_moves_the_tensor_that_holds_it(move, found):
         "if args.cuda:\n" + move + "out = model(x)\n"
     )
     assert codes(source) == found
+
+
+@pytest.mark.parametrize(
+    "data, found",
+    [
+        ("torch.tensor(read_rows())", True),  # shape unseen: no scalar to a module's weights
+        ("torch.tensor(rows)", True),
+        ("torch.tensor(0.5)", False),  # surely 0-dim: may be a scalar the forward mixes legally
+        ("torch.tensor(x)", False),  # the parameter may be a tensor anywhere: torch.tensor keeps its device
+    ],
+)
+def test_a_placed_module_given_data_of_unseen_shape(data, found):
+    source = (
+        "def f(model, x, device):\n    model.to(device)\n    rows = load()\n"
+        f"    features = {data}\n    return model(features)\n"
+    )
+    assert codes(source) == ([("TDV601", 8)] if found else [])
+
+
+def test_data_of_unseen_shape_still_mixes_with_a_placed_tensor_as_a_scalar():
+    source = "def f(x, device):\n    y = x.to(device)\n    scale = torch.tensor(read_scale())\n    return y * scale\n"
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize(
+    "device, found",
+    [
+        ("args.device", True),
+        ("self.cfg.device", True),
+        ("accelerator.device", True),
+        ("training_args.device", True),
+        ("batch.device", False),  # the device of an unknown tensor: maybe the CPU
+        ("self.device", False),
+    ],
+)
+def test_a_run_option_names_a_device_that_may_be_cuda(device, found):
+    source = (
+        "def f(self, args, accelerator, training_args, batch, x):\n"
+        f"    y = x.to({device})\n    return y + torch.ones(3)\n"
+    )
+    assert codes(source) == ([("TDV601", 6)] if found else [])
+
+
+@pytest.mark.parametrize(
+    "moves, found",
+    [
+        ("out = model(x.to(device))", [("TDV602", 7)]),
+        ("x, y = x.to(device), y.to(device)\n    out = model(x)", []),
+        ("out = model(x)", []),  # nothing moved, the model not placed here: nothing is known
+    ],
+)
+def test_a_first_batch_from_next_iter_is_a_batch(moves, found):
+    source = (
+        "def f(model, val_loader, device):\n    x, y = next(iter(val_loader))\n"
+        f"    {moves}\n    return out.argmax(1) == y\n"
+    )
+    if found:
+        found = [(code, line + moves.count("\n")) for code, line in found]
+    assert codes(source) == found

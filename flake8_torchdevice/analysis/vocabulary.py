@@ -66,10 +66,17 @@ def is_zero_dim(qualified: str, call: cst.Call) -> bool:
 def maybe_zero_dim(qualified: str, call: cst.Call) -> bool:
     """0-dim, or data whose shape we cannot see (``torch.tensor(scale)``,
     ``torch.tensor(cfg.WEIGHT)``): precision first, both count as 0-dim."""
+    return unseen_shape(qualified, call) or is_zero_dim(qualified, call)
+
+
+def unseen_shape(qualified: str, call: cst.Call) -> bool:
+    """``torch.tensor(tokens)``: data whose shape the code does not show."""
     if qualified in DATA_FACTORIES and call.args and call.args[0].keyword is None:
         data = call.args[0].value
-        return not isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp))
-    return is_zero_dim(qualified, call)
+        return not isinstance(data, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)) and not _is_scalar_literal(
+            data
+        )
+    return False
 
 
 def _is_scalar_literal(expr: cst.BaseExpression) -> bool:

@@ -28,7 +28,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs), results of ops on
       placed values; a device that may be CUDA counts (`"cuda" if ... else "cpu"`,
-      `args.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
+      a run's option: `args.device`, `cfg.device`, `accelerator.device`), and a value
+      placed on one branch (`if args.cuda: model.cuda()`) is
       placed after it: on a GPU machine that branch runs (so a value such a branch moves
       back, `if use_gpu: x = x.cpu()`, is on the CPU after it); the `batch` of a Lightning
       step hook (`training_step`, `validation_step`, `test_step`, `predict_step` of a
@@ -71,7 +72,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       results of unknown calls, names re-bound in branches or loops that disagree (unless one of them places it),
       and names deleted;
     - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded
-      checkpoint's entries;
+      checkpoint's entries; data whose shape the code does not show (`torch.tensor(scale)`) counts as 0-dim too,
+      except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no
+      CPU scalar;
     - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
       on purpose (`lengths` for `pack_padded_sequence`);
     - a factory without `device=` after `torch.set_default_device(...)` (or

@@ -9,7 +9,8 @@ from ..rule import DEFINITION, Rule
 class LoaderSiblingNotMoved(FlowReports, Rule):
     r"""## What it does
     In a loop over a data loader (`for x, y in loader`, `for i, (x, y) in enumerate(loader)`,
-    `for batch in loader` with `batch[...]` / `batch.attr` elements; the loader is
+    `for batch in loader` with `batch[...]` / `batch.attr` elements, and one batch taken with
+    `x, y = next(iter(loader))`; the loader is
     `DataLoader(...)` or a name such as `loader`, `train_loader`, `val_dataloader`, `test_dl`), flags a batch element
     that is used together with placed values (in a loss, arithmetic, a comparison, a torch
     function, or the output derived from a moved sibling) while a sibling element of the same
@@ -61,6 +62,12 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
 
     ```
     RuntimeError: Tensor on device meta is not on the expected device cpu!
+    ```
+
+    or, where the CPU element comes second (`out.argmax(1) == y`),
+
+    ```
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
     ```
     """
 

@@ -131,7 +131,8 @@ class _Analysis(Statements, Loops, Expressions, Calls):
         for cpu, placed in ((a, b), (b, a)):
             if placed.kind != PLACED:
                 continue
-            if cpu.kind == CPU and not cpu.zero:
+            # A module's weights take no CPU scalar: data of unseen shape is no 0-dim exemption there.
+            if cpu.kind == CPU and (not cpu.zero or module and cpu.unseen):
                 self.flow.meets.append(Meet(node, cpu, placed, self.index))
             elif cpu.kind == SIBLING:
                 cpu.evidence = True  # it meets a placed tensor: a tensor itself

@@ -6,14 +6,14 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
-from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim
+from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim, unseen_shape
 from .facts import key_of
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value, placed_result,
 )
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS,
-    KEEPING_METHODS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    KEEPING_METHODS, OPTION_HOLDERS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
 
@@ -217,7 +217,7 @@ class Calls:
             if value.kind not in (INPUT,):
                 return None
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
-            return None  # the device of something unknown
+            return PLACED if _option_device(expr) else None  # else the device of something unknown
         name = code_of(expr).lower()
         if "cpu" in name:
             return CPU
@@ -239,7 +239,7 @@ class Calls:
             if where == PLACED:
                 return Value(PLACED, call.func)
             if where == CPU:
-                return Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
+                return _cpu_factory(qualified, call)
             return None
         if qualified in DATA_FACTORIES and values:
             first = values[0]
@@ -249,7 +249,7 @@ class Calls:
                 return Value(CPU, call.func, factory=True)
         if qualified == "torch.from_numpy":
             return Value(CPU, call.func, factory=True)
-        return Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
+        return _cpu_factory(qualified, call)
 
     def load(self, call: cst.Call, env: dict) -> Optional[Value]:
         for arg in call.args:
@@ -294,6 +294,18 @@ class Calls:
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def _option_device(expr: cst.Attribute) -> bool:
+    """``args.device`` / ``self.cfg.device`` / ``accelerator.device``: the run's chosen device."""
+    holder = expr.value
+    return bool(OPTION_HOLDERS.match(last_name(holder) or ""))
+
+
+def _cpu_factory(qualified: str, call: cst.Call) -> Value:
+    value = Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
+    value.unseen = unseen_shape(qualified, call)
+    return value
 
 
 def _reduces_all(call: cst.Call, qualified: str) -> bool:

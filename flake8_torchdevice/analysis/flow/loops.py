@@ -21,8 +21,25 @@ class Loops:
                     return
                 target = target.elements[1].value
             iterable = iterable.args[0].value
-        if not self.is_loader(iterable, env):
-            return
+        if self.is_loader(iterable, env):
+            self.bind_elements(target, env)
+
+    def first_batch(self, node: cst.Assign, env: dict) -> bool:
+        """``x, y = next(iter(loader))``: one batch's elements, not moved yet."""
+        value = node.value
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Name, cst.Tuple, cst.List)):
+            return False
+        if not (isinstance(value, cst.Call) and last_name(value.func) == "next"):
+            return False
+        inner = value.args[0].value if len(value.args) == 1 else None
+        if not (isinstance(inner, cst.Call) and last_name(inner.func) == "iter" and len(inner.args) == 1):
+            return False
+        if not self.is_loader(inner.args[0].value, env):
+            return False
+        self.bind_elements(node.targets[0].target, env)
+        return True
+
+    def bind_elements(self, target, env: dict) -> None:
         loop = Loop()
         if isinstance(target, cst.Name):
             env[target.value] = Value(BATCH, target.value, loop=loop)

@@ -62,6 +62,8 @@ class Statements:
                 for element, value in zip(node.targets[0].target.elements, values):
                     self.bind(element.value, value, env)
                 return
+            if self.first_batch(node, env):
+                return
             value = self.ev(node.value, env)
             for target in node.targets:
                 self.bind(target.target, value, env)

@@ -46,6 +46,11 @@ KEEPING_METHODS = frozenset(
     unsqueeze_ index_select gather type_as add sub mul div pow matmul mm bmm eq ne lt le gt ge
     round floor ceil neg sign square T mT""".split()
 )
+# Holders of a run's chosen device (``args.device``, ``cfg.device``, ``accelerator.device``): an
+# option a user sets to CUDA on a GPU machine, so a device that may be CUDA.
+OPTION_HOLDERS = re.compile(
+    r"(?i)^(\w*_)?(args|argv|opts?|options?|cfg|conf|config|hparams|hp|flags|settings)$|^(accelerator|fabric)$"
+)
 # Calls after which a factory without device= lands on the default device (not known to be
 # the CPU); the flow reads them anywhere in the file.
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
