@@ -259,3 +259,21 @@ def test_a_first_batch_from_next_iter_is_a_batch(moves, found):
     if found:
         found = [(code, line + moves.count("\n")) for code, line in found]
     assert codes(source) == found
+
+
+@pytest.mark.parametrize("switch", ["self.gpu_mode", "args.cuda", "use_gpu"])
+def test_the_else_of_the_codes_own_gpu_switch_is_the_cpu_run(switch):
+    source = (
+        f"def f(self, args, use_gpu, x):\n    model = nn.Linear(2, 2)\n    if {switch}:\n        model.cuda()\n"
+        f"    out = model(x)\n    if {switch}:\n        return out.cpu().numpy()\n"
+        "    else:\n        return out.numpy()\n"
+    )
+    assert codes(source) == []
+
+
+def test_the_else_of_a_switch_that_is_no_gpu_switch_still_reports():
+    source = (
+        "def f(flag, x):\n    model = nn.Linear(2, 2).cuda()\n    out = model(x)\n"
+        "    if flag:\n        return out.cpu().numpy()\n    else:\n        return out.numpy()\n"
+    )
+    assert codes(source) == [("TDV603", 10)]

@@ -119,6 +119,30 @@ def test_zero_dim_state_only_matters_in_place():
     assert tdv501(source) == [8]
 
 
+@pytest.mark.parametrize(
+    "loop, index, found",
+    [
+        ("for i, out in enumerate(outs):", "i", []),  # a loop counter: one element, 0-dim
+        ("for i in range(len(outs)):", "i", []),
+        ("for out in outs:", "idx", [6]),  # an unknown index may keep dimensions
+    ],
+)
+def test_an_element_taken_by_a_loop_counter_is_zero_dim(loop, index, found):
+    source = f"""
+    import torch
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weights = torch.FloatTensor([0.5, 0.25])
+        def forward(self, outs, idx):
+            total = 0
+            {loop}
+                total = total + self.weights[{index}] * outs[0]
+            return total
+    """
+    assert tdv501(source) == found
+
+
 def test_metric_aliases_and_add_state():
     source = """
     import torch

@@ -80,14 +80,15 @@ def _placed(operand: Operand, candidates, methods) -> bool:
     return operand.attr not in candidates
 
 
-def operand(expr, self_attr, held=None) -> Optional[Operand]:
+def operand(expr, self_attr, held=None, counters=frozenset()) -> Optional[Operand]:
     """What ``expr`` brings to a meeting: a ``self.<attr>`` traced through keeping calls
     and subscripts (or a local name ``held`` maps to what it was bound to), ``None`` for a
-    literal (it meets nothing), else an unknown tensor."""
+    literal (it meets nothing), else an unknown tensor. ``counters``: the method's loop
+    counters (``for i in range(n)``), integer indices like literals."""
     zero = False
     while self_attr(expr) is None:
         if isinstance(expr, cst.Subscript):
-            zero = zero or _literal_index(expr)
+            zero = zero or _literal_index(expr, counters)
             expr = expr.value
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in KEEPING:
             expr = expr.func.value
@@ -110,9 +111,16 @@ def operand(expr, self_attr, held=None) -> Optional[Operand]:
     return None if _literal(expr) else Operand(None)
 
 
-def _literal_index(node: cst.Subscript) -> bool:
-    """``a[0]`` / ``a[-1, 2]``: an integer index drops a dimension (``None`` adds one)."""
-    return any(isinstance(element.slice, cst.Index) and _integer(element.slice.value) for element in node.slice)
+def _literal_index(node: cst.Subscript, counters=frozenset()) -> bool:
+    """``a[0]`` / ``a[-1, 2]`` / ``a[i]`` of a loop counter: an integer index drops a dimension
+    (``None`` adds one)."""
+    return any(
+        isinstance(element.slice, cst.Index) and (
+            _integer(element.slice.value)
+            or isinstance(element.slice.value, cst.Name) and element.slice.value.value in counters
+        )
+        for element in node.slice
+    )
 
 
 def _integer(expr) -> bool:

@@ -103,7 +103,8 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
       (`self.a.to(x.device)`, `.type_as(x)`), read for metadata (`.shape`, `len()`, `.item()`),
       copied into another CPU tensor, met with Python numbers or other plain attributes,
       or never read at all (it is still missing from `state_dict()`, but nothing fails);
-    - a 0-dim tensor (or an integer-literal element, `self.edges[1]`) met out of place:
+    - a 0-dim tensor (or an integer element: `self.edges[1]`, `self.weights[i]` of a loop counter,
+      `for i in range(n)` / `for i, x in enumerate(xs)`) met out of place:
       CUDA lets a 0-dim CPU tensor meet anything; an in-place update into it still counts;
     - an attribute rebound elsewhere to something other than a fresh factory tensor;
     - a class that overrides `_apply`, `to` or `cuda` (it moves its own state);
@@ -148,6 +149,7 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
         # Owners are _ClassInfo; a closure in __init__ is not __init__ ("<nested>").
         self._frames = MethodFrames(nested_is_method=False)
         self._aliases: dict = {}  # id(method frame) -> {local name: the attribute it holds}
+        self._counters: dict = {}  # id(method frame) -> its loop counters (``for i, x in enumerate(xs)``)
 
     # -- classes ------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -174,6 +176,7 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._aliases.pop(id(self._frames.current), None)
+        self._counters.pop(id(self._frames.current), None)
         self._frames.leave_function()
 
     def _self_attr(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -183,7 +186,8 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
         """``operand`` with this method's local names: ``mask = self.mask_te`` holds it."""
         method = self._frames.current
         held = self._aliases.get(id(method)) if method is not None else None
-        return operand(expr, self._self_attr, held)
+        counters = self._counters.get(id(method), frozenset())
+        return operand(expr, self._self_attr, held, counters)
 
     # -- assignments (AssignmentBindings calls _bind) --------------------
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
@@ -222,6 +226,13 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
             return None
         return qualified, value
 
+    def visit_For(self, node: cst.For) -> None:
+        """``for i in range(n)`` / ``for i, x in enumerate(xs)``: ``i`` is an integer."""
+        method = self._frames.current
+        counter = _loop_counter(node)
+        if method is not None and counter is not None:
+            self._counters.setdefault(id(method), set()).add(counter)
+
     # -- meetings -------------------------------------------------------
     def _log(self, meeting: Optional[Meeting]) -> None:
         """Keep a meeting made in a method other than ``__init__`` (where nothing has moved yet)."""
@@ -256,3 +267,15 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
         returned = self._operand(node.value)
         if returned is not None and returned.attr is not None:
             method.owner.log.returns.setdefault(method.name, set()).add(returned.attr)
+
+
+def _loop_counter(node: cst.For) -> Optional[str]:
+    """The integer a loop counts with: ``i`` of ``for i in range(n)`` or ``for i, x in enumerate(xs)``."""
+    if not (isinstance(node.iter, cst.Call) and isinstance(node.iter.func, cst.Name)):
+        return None
+    target, func = node.target, node.iter.func.value
+    if func == "enumerate" and isinstance(target, cst.Tuple) and target.elements:
+        target = target.elements[0].value
+    elif func != "range":
+        return None
+    return target.value if isinstance(target, cst.Name) else None

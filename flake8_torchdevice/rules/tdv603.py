@@ -45,7 +45,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
       `.numpy(force=True)`, including a move back under the CUDA check that placed the value
       (`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()`): on a GPU machine that branch runs;
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves;
-    - code under `pytest.raises` / `assertRaises` and CPU-only branches.
+    - code under `pytest.raises` / `assertRaises` and CPU-only branches, the `else` of the code's own GPU
+      switch among them (`if self.gpu_mode: s = s.cpu().numpy()` / `else: s = s.numpy()`).
 
     A step hook of a class that is not a `LightningModule`, in a file that does not import
     Lightning, may be handed a CPU batch by a hand-written loop: its batch is not placed.

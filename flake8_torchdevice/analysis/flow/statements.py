@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..._lazy import cst
-from ..code import code_of, param_names, string_value, subtree, target_names
-from ..guards import _expects_failure, is_cuda_test, is_no_cuda_test
+from ..code import code_of, last_name, param_names, string_value, subtree, target_names
+from ..guards import CUDA_WORD, _expects_failure, is_cuda_test, is_no_cuda_test
 from .facts import is_main_guard, key_of
 from .values import BOUND, CPU, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
@@ -119,7 +119,7 @@ class Statements:
         self.mute -= cpu_only
         else_env = dict(env)
         if node.orelse is not None:
-            cuda_only_else = _cuda_test(node.test)
+            cuda_only_else = _cuda_test(node.test) or _cuda_flag(node.test)
             self.mute += cuda_only_else
             if isinstance(node.orelse, cst.If):
                 self.if_(node.orelse, else_env)
@@ -206,6 +206,12 @@ def _cuda_test(test) -> bool:
             return False
     code = code_of(test)
     return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
+
+
+def _cuda_flag(test) -> bool:
+    """``if self.gpu_mode:`` / ``if args.cuda:`` / ``if use_gpu:``: the code's own GPU switch. Its
+    ``else`` is the run with the switch off, where what the code moves under it stayed on the CPU."""
+    return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
 
 
 def _imported_names(node) -> list:
