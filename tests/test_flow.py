@@ -277,3 +277,45 @@ def test_the_else_of_a_switch_that_is_no_gpu_switch_still_reports():
         "    if flag:\n        return out.cpu().numpy()\n    else:\n        return out.numpy()\n"
     )
     assert codes(source) == [("TDV603", 10)]
+
+
+@pytest.mark.parametrize(
+    "body, found",
+    [
+        ("model = nn.Linear(4, 2)\n    return model(x)", True),
+        ("model = nn.Sequential(nn.Linear(4, 2), nn.ReLU())\n    return model(x)", True),
+        ("model = nn.Linear(4, 2)\n    model.to(device)\n    return model(x)", False),
+        ("model = nn.Linear(4, 2)\n    if use_cuda:\n        model.cuda()\n    return model(x)", False),
+        ("model = nn.Linear(4, 2)\n    train(model)\n    return model(x)", False),  # train may move it
+        ("model = nn.Linear(4, 2)\n    self.model = model\n    self.model.to(device)\n    return model(x)", False),
+        ("model = nn.Linear(4, 2, device=device)\n    return model(x)", False),
+        ("with torch.device(device):\n        model = nn.Linear(4, 2)\n    return model(x)", False),
+        ("model = nn.Sequential(*layers)\n    return model(x)", False),  # what it holds is unknown
+        ("model = nn.ReLU()\n    return model(x)", False),  # no weights
+    ],
+)
+def test_a_layer_built_here_and_never_moved_is_on_the_cpu(body, found):
+    source = (
+        "def f(self, device, use_cuda, train, layers):\n    x = torch.randn(3, 4, device=device)\n"
+        f"    {body}\n"
+    )
+    result = codes(source)
+    assert (result != []) == found, result
+    assert all(code == "TDV601" for code, _ in result)
+
+
+def test_a_layer_built_in_init_follows_its_module():
+    source = (
+        "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n\n"
+        "    def predict(self, x, device):\n        return self.fc(x.to(device))\n"
+    )
+    assert codes(source) == []
+
+
+def test_a_factory_built_under_a_device_context_is_there():
+    source = (
+        "def f(x, device):\n    y = x.to(device)\n    with torch.device(device):\n        z = torch.zeros(3)\n"
+        "    return y + z\n"
+    )
+    assert codes(source) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..analysis.flow import FlowReports
 from ..analysis.flow.words import COLLECTIVE_WORDS, LIGHTNING_STEPS
+from ..analysis.layers import STATEFUL_LAYERS
 from ..analysis.vocabulary import FACTORY_NAMES
 from ..rule import DEFINITION, Rule
 
@@ -23,7 +24,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     class's `__init__` proves of `self.x` (`self.model = Net().to(device)`):
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
-      `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values;
+      `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values; a
+      `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
+      `Sequential` of such layers) and never moves: called with a placed tensor, its weights meet it
+      (not one built under `with torch.device(...)` or after `set_default_device`, nor one handed to
+      another call, `train(model)`, or bound to a second name, `self.model = model`: either may move it;
+      a layer built in `__init__` follows its module's `.to()`);
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs), results of ops on
@@ -135,10 +141,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
     SUMMARY = "a value proven on the CPU meets a value proven on a device in one operation"
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=, a collective, a Lightning step's batch. CPU: a
-    # factory, .cpu(), or a destination that names the CPU (.to("cpu"), .to(cpu_device)).
+    # factory, .cpu(), a destination that names the CPU (.to("cpu"), .to(cpu_device)), or a layer
+    # built here (nn.Linear(4, 2)).
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
-        {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"},
+        {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 

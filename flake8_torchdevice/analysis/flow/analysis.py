@@ -9,6 +9,7 @@ from ..code import last_name
 from .calls import Calls
 from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing
+from .layers import Layers
 from .loops import Loops
 from .statements import Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
@@ -68,7 +69,7 @@ def _lightning_step(node: "cst.FunctionDef", facts, names) -> bool:
     return any(last_name(base.value) == "LightningModule" for base in cls.bases)
 
 
-class _Analysis(Statements, Loops, Expressions, Calls):
+class _Analysis(Statements, Loops, Expressions, Calls, Layers):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
 

@@ -6,11 +6,13 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
+from ..layers import layer_state
 from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim, unseen_shape
 from .facts import key_of
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value, placed_result,
 )
+from .layers import is_cpu_layer
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS,
     KEEPING_METHODS, OPTION_HOLDERS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
@@ -21,11 +23,20 @@ class Calls:
     """Mixin of the flow walk (``analysis._Analysis``)."""
 
     def call(self, call: cst.Call, env: dict) -> Optional[Value]:
+        escaped = self.escape(call, env)
+        result = self._call(call, env)
+        for name in escaped:
+            env.pop(name, None)  # ``train(model)`` may move it
+        return result
+
+    def _call(self, call: cst.Call, env: dict) -> Optional[Value]:
         qualified = self.names.qualify(call.func) or ""
         if qualified and factory_name(self.names, call):
             return self.factory(call, qualified, env)
         if qualified == "torch.load":
             return self.load(call, env)
+        if layer_state(qualified) == "module":
+            return self.built_layer(call, qualified, env)
         if qualified in DEFAULT_DEVICE_SETTERS:
             self.default_device = True  # every later factory without device= lands there
             for arg in call.args:
@@ -82,6 +93,8 @@ class Calls:
         helped = _batch_helper(call, [v for _, v in args])
         if helped is not None and callee is None:
             return helped
+        if is_cpu_layer(callee):
+            return self.cpu_layer_call(call, callee, args)
         if callee is not None and callee.kind in (PLACED, MOVED):
             if _is_ctc(callee):  # ``criterion = nn.CTCLoss().to(device)``
                 return placed_result([v for _, v in args])
@@ -389,5 +402,7 @@ def dtype_only(call: cst.Call, names) -> bool:
     first = call.args[0]
     if first.keyword is not None:
         return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy") for a in call.args)
+    if any(a.keyword is None or a.keyword.value not in ("non_blocking", "copy") for a in call.args[1:]):
+        return False  # ``.to(torch.float64, device)``: not a cast alone (and no valid call)
     qualified = names.qualify(first.value) or ""
     return qualified.startswith("torch.") and qualified.rpartition(".")[2] in DTYPES

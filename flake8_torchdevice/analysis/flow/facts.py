@@ -109,7 +109,8 @@ def crossing(env: dict, prefix: str = "") -> dict:
     facts = {}
     kinds = _CROSSING_ATTRIBUTES if prefix else _CROSSING
     for name, value in env.items():
-        if name.startswith(prefix) and isinstance(value, Value) and value.kind in kinds and value.loop is None:
+        if name.startswith(prefix) and isinstance(value, Value) and value.kind in kinds and value.loop is None \
+                and not value.layer:  # a layer follows its owner's .to(): built on the CPU says nothing elsewhere
             fact = value.derived(label=name)
             fact.param = False
             facts[name] = fact

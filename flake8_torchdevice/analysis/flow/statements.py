@@ -6,7 +6,8 @@ from ..._lazy import cst
 from ..code import code_of, last_name, param_names, string_value, subtree, target_names
 from ..guards import CUDA_WORD, _expects_failure, is_cuda_test, is_no_cuda_test
 from .facts import is_main_guard, key_of
-from .values import BOUND, CPU, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
+from .layers import is_cpu_layer
+from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
 
 class Statements:
@@ -26,13 +27,17 @@ class Statements:
             self.loop(node, env)
         elif isinstance(node, cst.With):
             muted = any(_expects_failure(item) for item in node.items)
+            default = self.default_device
             for item in node.items:
-                self.ev(item.item, env)
+                value = self.ev(item.item, env)
+                if value is not None and value.kind == DEVICE and not value.zero:
+                    self.default_device = True  # ``with torch.device("cuda"):`` builds there
                 if item.asname is not None:
                     self.bind(item.asname.name, None, env)
             self.mute += muted
             self.block(body_of(node.body), env)
             self.mute -= muted
+            self.default_device = default
         elif isinstance(node, cst.Try):
             before = dict(env)
             self.block(body_of(node.body), env)
@@ -63,6 +68,11 @@ class Statements:
                     self.bind(element.value, value, env)
                 return
             if self.first_batch(node, env):
+                return
+            if isinstance(node.value, cst.Name) and is_cpu_layer(env.get(node.value.value)):
+                env.pop(node.value.value)  # ``self.model = model``: moving either name moves both
+                for target in node.targets:
+                    self.bind(target.target, None, env)
                 return
             value = self.ev(node.value, env)
             for target in node.targets:
@@ -98,7 +108,7 @@ class Statements:
             before = env.get(name)
             before = None if before is BOUND else before
             result = self.ev(expr, env)
-            if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED):
+            if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED) or before.layer:
                 if result is not None and result.kind == PLACED:
                     env[name] = Value(MOVED, name, local=bool(before and before.local),
                                       param=bool(before and before.param))

@@ -13,13 +13,16 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 
 
 class Value:
-    __slots__ = ("kind", "_label", "zero", "unseen", "factory", "param", "local", "loop", "evidence", "ctc", "spread")
+    __slots__ = (
+        "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
+    )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
         self.kind = kind
         self._label = label  # text, or the node whose code it is (generated when read: few are)
         self.zero = zero  # maybe 0-dim: mixes with any device legally
         self.unseen = False  # 0-dim only because its data's shape is unseen (torch.tensor(tokens))
+        self.layer = False  # a torch.nn layer this scope built on the CPU (flow/layers.py)
         self.factory = factory  # a CPU factory result (TDV502's domain when it meets an input)
         self.param = param  # derived from a function parameter
         self.local = local  # a module of a class defined in this file (its forward may move inputs)
@@ -39,6 +42,7 @@ class Value:
                      self.zero if zero is None else zero, self.factory, self.param, self.local, self.loop)
         copy.evidence = self.evidence
         copy.unseen = self.unseen and copy.zero
+        copy.layer = self.layer and copy.kind == CPU
         copy.ctc = self.ctc
         copy.spread = self.spread
         return copy

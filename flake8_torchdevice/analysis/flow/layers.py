@@ -1,0 +1,70 @@
+"""Layers a function builds: ``nn.Linear(4, 2)`` holds its weights on the CPU until the code
+moves it, so a placed tensor given to it meets CPU weights.
+
+Only what the function itself proves counts. A layer made elsewhere (``__init__``, module code)
+follows its owner's ``.to()``, so no layer fact crosses scopes; one handed to another call
+(``train(model)``, ``trainer.fit(model)``) or bound to a second name (``self.model = model``)
+may be moved there, so it is unknown from then on.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..._lazy import cst
+from ..code import argument
+from ..layers import layer_state
+from .values import CPU, PLACED, Value
+
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+class Layers:
+    """Mixin of the flow walk (``analysis._Analysis``)."""
+
+    def built_layer(self, call: "cst.Call", qualified: str, env: dict) -> Optional[Value]:
+        """``nn.Linear(4, 2)`` (a CPU layer), ``nn.Linear(4, 2, device=d)`` (where ``d`` is), or
+        None: a default device set, a container of what is not known to be CPU layers."""
+        values = [self.ev(arg.value, env) for arg in call.args]
+        device = argument(call, None, "device")
+        if device is not None:
+            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
+            return Value(PLACED, call.func) if where == PLACED else _cpu_layer(call) if where == CPU else None
+        if self.default_device:
+            return None  # built on the default device the code set
+        if qualified.rpartition(".")[2] in CONTAINERS:
+            parts = [(arg, value) for arg, value in zip(call.args, values) if not self._stateless(arg)]
+            if not parts or any(arg.star or not is_cpu_layer(value) for arg, value in parts):
+                return None
+        return _cpu_layer(call)
+
+    def _stateless(self, arg: "cst.Arg") -> bool:
+        """``nn.ReLU()`` in a container: a torch.nn layer that holds no state."""
+        value = arg.value
+        return isinstance(value, cst.Call) and layer_state(self.names.qualify(value.func) or "") == "free"
+
+    def cpu_layer_call(self, call: "cst.Call", layer: Value, args) -> Optional[Value]:
+        """A CPU layer called: each placed argument meets its weights."""
+        for arg, value in args:
+            if value is not None and value.kind == PLACED and not arg.keyword:
+                self.meet(call, layer, value)
+        if args and all(value is not None and value.kind == CPU for _, value in args):
+            return Value(CPU, f"{layer.label}(...)")
+        return None
+
+    def escape(self, call: "cst.Call", env: dict) -> list:
+        """The CPU layers ``call`` is handed (``train(model)``): another function may move them."""
+        return [
+            arg.value.value for arg in call.args
+            if isinstance(arg.value, cst.Name) and is_cpu_layer(env.get(arg.value.value))
+        ]
+
+
+def is_cpu_layer(value: Optional[Value]) -> bool:
+    return value is not None and value.kind == CPU and value.layer
+
+
+def _cpu_layer(call: "cst.Call") -> Value:
+    value = Value(CPU, call.func)
+    value.layer = True
+    return value
