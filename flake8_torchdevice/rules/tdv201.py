@@ -110,7 +110,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       the suite's gates put them;
     - a data-loading class (`*Dataset`, `*DataSet`, `*DataModule`, `*Sampler`, ... by name or base) that also writes
       files itself (`torch.save`, a `*save` helper): it reads back the CPU data it prepared. A data class reading files
-      something else wrote (activations saved from the model's device) is still reported;
+      something else wrote (activations saved from the model's device, read in `__getitem__`) is still reported;
+    - a Dataset's constructor (`class Kernels(data.Dataset): def __init__(self, path): torch.load(path)`): the data
+      it will serve from DataLoader workers, where CUDA tensors cannot be used, so CPU data by design;
     - calls that are not `torch.load` under any alias (`json.load`, `self.load`, `pickle.load`).
 
     ## The error torch raises
@@ -174,7 +176,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
         bases = [last_name(arg.value) for arg in node.bases]
-        self._classes.append(_ClassFrame(is_data_class_name([node.name.value, *bases])))
+        names = [node.name.value, *bases]
+        self._classes.append(_ClassFrame(is_data_class_name(names), any(_is_dataset(n) for n in names)))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         super().leave_ClassDef(node)
@@ -288,6 +291,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return
         if self._cuda_bodies.inside:
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
+        if self._dataset_constructor():
+            return  # a dataset's own data, served by DataLoader workers: CPU tensors (CUDA ones fail in forked workers)
         if id(node) in self._tensorless_loads:
             return  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
         path = argument(node, 0, "f")
@@ -300,6 +305,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         names = self._path_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
+
+    def _dataset_constructor(self) -> bool:
+        """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``)?"""
+        return bool(self._classes) and self._classes[-1].dataset and self._functions[-1:] == ["__init__"]
 
     def _path_names(self, path: cst.BaseExpression, depth: int = 3) -> set[str]:
         """The file-name literals of a path, also through the names it was built from in this
@@ -388,8 +397,9 @@ class _Load:
 
 
 class _ClassFrame:
-    def __init__(self, data: bool) -> None:
+    def __init__(self, data: bool, dataset: bool = False) -> None:
         self.data = data  # a Dataset / DataModule / Sampler... class
+        self.dataset = dataset  # a Dataset itself (what a DataLoader serves)
         self.writes = False  # it calls torch.save (or a *save helper) itself
         self.loads: list[_Load] = []  # waiting for the class's end
 
@@ -400,3 +410,7 @@ def _writes_file(name: Optional[str], call: cst.Call) -> bool:
         return True
     last = last_name(call.func) or ""
     return last == "save" or last.endswith("_save")
+
+
+def _is_dataset(name: Optional[str]) -> bool:
+    return bool(name) and name.endswith(("Dataset", "DataSet"))
