@@ -41,6 +41,9 @@ if str(REPO) not in sys.path:  # run from a clone without installing
 
 from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
 
+# tune, the first held-out third (2026-11-25), and batch 2 (2026-11-27): quoted separately.
+SPLITS = ("tune", "heldout", "heldout2")
+
 
 class CorpusError(Exception):
     """A fix that cannot be read: one line for the user."""
@@ -78,8 +81,8 @@ def read_fixes(path: Path = FIXES_CSV) -> list[Fix]:
         rows = [line for line in handle if line.strip() and not line.lstrip().startswith("#")]
     fixes = []
     for row in csv.DictReader(rows):
-        if row["visible"] not in ("yes", "no") or row["split"] not in ("tune", "heldout"):
-            raise CorpusError(f"{path}: {row['repo']}@{row['commit']}: visible yes/no, split tune/heldout")
+        if row["visible"] not in ("yes", "no") or row["split"] not in SPLITS:
+            raise CorpusError(f"{path}: {row['repo']}@{row['commit']}: visible yes/no, split {'/'.join(SPLITS)}")
         fixes.append(Fix(row["repo"], row["commit"], row["path"], row["class"], row["visible"] == "yes",
                          row["split"], row["note"]))
     return fixes
@@ -174,7 +177,7 @@ def _pct(part: int, whole: int) -> str:
 
 
 def print_report(results: Sequence[Result]) -> None:
-    for split in ("tune", "heldout", None):
+    for split in (*SPLITS, None):
         s = summary(results, split)
         print(f"== {s['split']}: {s['fixes']} fixes, {s['visible']} visible in the file alone; "
               f"default codes find {s['found_default']} ({_pct(s['found_default'], s['visible'])}), "
@@ -194,7 +197,7 @@ def print_report(results: Sequence[Result]) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", choices=("tune", "heldout"))
+    parser.add_argument("--split", choices=SPLITS)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--fixes-csv", type=Path, default=FIXES_CSV, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
