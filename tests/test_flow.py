@@ -292,11 +292,14 @@ def test_the_else_of_a_switch_that_is_no_gpu_switch_still_reports():
         ("with torch.device(device):\n        model = nn.Linear(4, 2)\n    return model(x)", False),
         ("model = nn.Sequential(*layers)\n    return model(x)", False),  # what it holds is unknown
         ("model = nn.ReLU()\n    return model(x)", False),  # no weights
+        ("model = nn.Linear(4, 2)\n    model.to(d)\n    return model(x)", False),  # moved somewhere unknown
+        ("model = nn.Linear(4, 2)\n    model.to_empty(device=d)\n    return model(x)", False),
+        ("model = nn.Linear(4, 2)\n    model.to('cpu')\n    return model(x)", True),
     ],
 )
 def test_a_layer_built_here_and_never_moved_is_on_the_cpu(body, found):
     source = (
-        "def f(self, device, use_cuda, train, layers):\n    x = torch.randn(3, 4, device=device)\n"
+        "def f(self, device, use_cuda, train, layers, d):\n    x = torch.randn(3, 4, device=device)\n"
         f"    {body}\n"
     )
     result = codes(source)

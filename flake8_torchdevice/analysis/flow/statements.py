@@ -102,13 +102,21 @@ class Statements:
                 env.pop(name, None)
 
     def expression_statement(self, expr, env: dict) -> None:
-        """``model.to(device)`` / ``model.cuda()`` alone moves a module in place."""
+        """``model.to(device)`` / ``model.cuda()`` alone moves a module in place; a layer built
+        here and moved somewhere unknown (``model.to(d)``, ``model.to_empty(device=d)``) is unknown."""
         name = key_of(expr.func.value) if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) else None
+        if name is not None and expr.func.attr.value in ("to", "cuda", "to_empty") and is_cpu_layer(env.get(name)):
+            result = self.ev(expr, env)
+            if result is not None and result.kind == PLACED and expr.func.attr.value != "to_empty":
+                env[name] = Value(MOVED, name)
+            elif result is None or result.kind != CPU or expr.func.attr.value == "to_empty":
+                env.pop(name, None)
+            return
         if name is not None and expr.func.attr.value in ("to", "cuda"):
             before = env.get(name)
             before = None if before is BOUND else before
             result = self.ev(expr, env)
-            if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED) or before.layer:
+            if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED):
                 if result is not None and result.kind == PLACED:
                     env[name] = Value(MOVED, name, local=bool(before and before.local),
                                       param=bool(before and before.param))
