@@ -37,7 +37,7 @@ from .factory_kinds import (
     tensor_arg,
     union_of_roots,
 )
-from .flow.calls import dtype_only
+from .flow.places import dtype_only
 from .modules import is_layer_attribute
 from .vocabulary import DATA_FACTORIES, MOVED_OR_CONVERTED, QUALIFIED_FACTORIES, factory_name, maybe_zero_dim
 

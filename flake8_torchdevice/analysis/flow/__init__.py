@@ -24,7 +24,8 @@ placed tensor is turned into NumPy (``Flow.numpys``). Code under
 bindings) but records nothing.
 
 The package, by part: ``values`` (what is known of a value), ``words`` (the
-vocabulary), ``statements`` / ``expressions`` / ``calls`` / ``loops`` (the walk),
+vocabulary), ``statements`` / ``expressions`` / ``calls`` / ``loops`` (the walk), ``places``
+(moves, ``device=`` and ``map_location``), ``layers`` (layers a function builds),
 ``facts`` (what a file's module code and ``__init__`` methods prove, for the
 functions that read them), ``analysis`` (one scope's walk and its meetings),
 ``reports`` (the rules' side).

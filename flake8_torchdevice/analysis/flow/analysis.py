@@ -11,6 +11,7 @@ from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing
 from .layers import Layers
 from .loops import Loops
+from .places import Places
 from .statements import Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
 from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, starts_nccl
@@ -69,7 +70,7 @@ def _lightning_step(node: "cst.FunctionDef", facts, names) -> bool:
     return any(last_name(base.value) == "LightningModule" for base in cls.bases)
 
 
-class _Analysis(Statements, Loops, Expressions, Calls, Layers):
+class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
 

@@ -7,15 +7,25 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
-from ..vocabulary import DATA_FACTORIES, factory_name, maybe_zero_dim, unseen_shape
+from ..vocabulary import factory_name
 from .facts import key_of
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value, placed_result,
 )
 from .layers import is_cpu_layer
 from .words import (
-    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DTYPES, FRAMEWORK_CALLS,
-    KEEPING_METHODS, OPTION_HOLDERS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    COLLECTIVES,
+    COMBINE_FUNCS,
+    COMBINE_METHODS,
+    CPU_ON_PURPOSE,
+    DEFAULT_DEVICE_SETTERS,
+    FRAMEWORK_CALLS,
+    KEEPING_METHODS,
+    PLOT_METHODS,
+    REDUCTIONS,
+    SCALAR_BUILTINS,
+    SCALAR_METHODS,
+    TENSOR_MEMBERS,
 )
 
 
@@ -186,93 +196,6 @@ class Calls:
             return receiver.derived(zero=True)
         return receiver
 
-    def move(self, call: cst.Call, receiver: Optional[Value], method: str, args, env: dict) -> Optional[Value]:
-        """``.to(...)`` / ``.cuda(...)``: where does the result live?"""
-        if method == "cuda":
-            where = PLACED
-        else:
-            where = self.destination(call, args, env)
-        if receiver is not None and receiver.kind == SIBLING and where is not None:
-            receiver.loop.moved.append(receiver.label)
-        if where is None:
-            if receiver is not None and receiver.kind in (CPU, PLACED) and dtype_only(call, self.names):
-                return receiver
-            return None
-        if receiver is not None and receiver.kind == BATCH:
-            return None
-        local = receiver is not None and receiver.local
-        param = receiver is not None and (receiver.param or receiver.kind == INPUT)
-        if where == CPU:
-            zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
-            return Value(CPU, call, zero=zero)
-        label = call.func.value if receiver is None or receiver.kind != PLACED else receiver.label
-        moved = Value(PLACED, label, local=local, param=param)
-        moved.ctc = receiver is not None and receiver.ctc  # ``nn.CTCLoss().to(device)``
-        return moved
-
-    def destination(self, call: cst.Call, args, env: dict) -> Optional[str]:
-        """``CPU``, ``PLACED`` or None (a dtype, another tensor's device unknown)."""
-        arg = argument(call, 0, "device")
-        if arg is None:
-            return None
-        value = args[[a for a in call.args].index(arg)] if arg in call.args else None
-        expr = arg.value
-        text = string_value(expr)
-        if text is not None:
-            return CPU if text.startswith("cpu") else PLACED
-        if isinstance(expr, cst.Integer):
-            return PLACED
-        if value is not None:
-            if value.kind == DEVICE:
-                return CPU if value.zero else PLACED
-            if value.kind in (CPU, PLACED):
-                return value.kind  # .to(other): other's device
-            if value.kind not in (INPUT,):
-                return None
-        if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
-            return PLACED if _option_device(expr) else None  # else the device of something unknown
-        name = code_of(expr).lower()
-        if "cpu" in name:
-            return CPU
-        if isinstance(expr, (cst.Name, cst.Attribute)) and any(
-            w in name for w in ("device", "dev", "gpu", "cuda", "rank")
-        ):
-            return PLACED
-        return None
-
-    def factory(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
-        values = [self.ev(arg.value, env) for arg in call.args]
-        if any(arg.star == "**" for arg in call.args) or argument(call, None, "out") is not None:
-            return None
-        device = argument(call, None, "device")
-        if device is None and self.default_device:
-            return None  # on the default device this scope set: not known to be the CPU
-        if device is not None:
-            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
-            if where == PLACED:
-                return Value(PLACED, call.func)
-            if where == CPU:
-                return _cpu_factory(qualified, call)
-            return None
-        if qualified in DATA_FACTORIES and values:
-            first = values[0]
-            if first is not None and first.kind in (PLACED, INPUT, SIBLING):
-                return None  # torch.tensor(x) keeps x's device; unknown inputs: unknown
-            if first is not None and first.kind == NUMPY:
-                return Value(CPU, call.func, factory=True)
-        if qualified == "torch.from_numpy":
-            return Value(CPU, call.func, factory=True)
-        return _cpu_factory(qualified, call)
-
-    def load(self, call: cst.Call, env: dict) -> Optional[Value]:
-        for arg in call.args:
-            self.ev(arg.value, env)
-        where = argument(call, 1, "map_location")
-        text = string_value(where.value) if where is not None else None
-        if text is not None and text.startswith("cpu"):
-            return Value(CPU, "torch.load(...)", zero=True)  # a model or a checkpoint dict
-        return None
-
     def torch_function(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
         values = []
         for arg in call.args:
@@ -307,18 +230,6 @@ class Calls:
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
-
-
-def _option_device(expr: cst.Attribute) -> bool:
-    """``args.device`` / ``self.cfg.device`` / ``accelerator.device``: the run's chosen device."""
-    holder = expr.value
-    return bool(OPTION_HOLDERS.match(last_name(holder) or ""))
-
-
-def _cpu_factory(qualified: str, call: cst.Call) -> Value:
-    value = Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
-    value.unseen = unseen_shape(qualified, call)
-    return value
 
 
 def _reduces_all(call: cst.Call, qualified: str) -> bool:
@@ -393,16 +304,3 @@ def _on_purpose(arg: cst.Arg) -> bool:
 def _forced(call: cst.Call) -> bool:
     force = argument(call, 0, "force")
     return force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False")
-
-
-def dtype_only(call: cst.Call, names) -> bool:
-    """``.to(torch.float16)`` / ``.to(dtype=...)``: the device does not change."""
-    if not call.args:
-        return False
-    first = call.args[0]
-    if first.keyword is not None:
-        return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy") for a in call.args)
-    if any(a.keyword is None or a.keyword.value not in ("non_blocking", "copy") for a in call.args[1:]):
-        return False  # ``.to(torch.float64, device)``: not a cast alone (and no valid call)
-    qualified = names.qualify(first.value) or ""
-    return qualified.startswith("torch.") and qualified.rpartition(".")[2] in DTYPES
