@@ -319,9 +319,10 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
                 # binds no factory, whatever its target's name).
                 found.add(_end_of(node.value, source_lines))
             elif any(isinstance(target, ast.Attribute) for target in targets):
-                callee = _innermost_callee(node.value)
-                if callee is not None:
-                    found.add(_end_of(callee, source_lines))
+                for value in _listed_values(node.value):
+                    callee = _innermost_callee(value)
+                    if callee is not None:
+                        found.add(_end_of(callee, source_lines))
     return frozenset(found)
 
 
@@ -349,6 +350,18 @@ def _end_of(node: ast.expr, source_lines: list[str]) -> tuple[int, Optional[int]
     line = node.end_lineno
     text = source_lines[line - 1] if line <= len(source_lines) else ""
     return (line, node.end_col_offset) if text.isascii() else (line, None)
+
+
+def _listed_values(value: ast.expr) -> list:
+    """The value, or the elements of a list of values (``[f(1)] * n``, ``[f(a) for a in xs]``,
+    ``[f(1), f(2)]``): a list attribute of factory tensors is state too."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        value = value.left if isinstance(value.left, (ast.List, ast.Tuple)) else value.right
+    if isinstance(value, ast.ListComp):
+        return [value.elt]
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return list(value.elts)
+    return [value]
 
 
 def _innermost_callee(value: ast.expr) -> Optional[ast.expr]:

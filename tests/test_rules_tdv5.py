@@ -575,3 +575,29 @@ def test_calls_in_strings_and_comments_are_not_reported():
         '''
     )
     assert tdv502(source) == [9]
+
+
+@pytest.mark.parametrize(
+    "init, use, found",
+    [
+        ("self.a = [torch.tensor(v) for v in (1.0, 2.0)]", "return x * self.a[0]", True),
+        ("self.a = [torch.zeros(2)] * 3", "return x + self.a[i]", True),
+        ("self.a = [torch.ones(2), torch.ones(2)]", "return torch.cat([x, self.a[1]])", True),
+        ("self.a = [torch.zeros(1)] * 3", "self.a[i] = torch.zeros(x.shape).to(x.device)\n"
+         "            return x + self.a[i]", False),  # rebuilt on the input's device
+        ("self.a = [torch.zeros(2)]", "self.a.append(x)\n            return x + self.a[0]", False),
+        ("self.a = [torch.zeros(2), 3]", "return x * self.a[0]", False),  # not a list of tensors alone
+        ("self.a = [torch.zeros(2)] * 3", "return len(self.a)", False),  # never meets a tensor
+    ],
+)
+def test_a_list_attribute_of_factory_tensors_is_state(init, use, found):
+    source = f"""
+    import torch
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            {init}
+        def forward(self, x, i):
+            {use}
+    """
+    assert tdv501(source) == ([6] if found else [])

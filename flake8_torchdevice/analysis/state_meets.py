@@ -33,6 +33,7 @@ class Operand:
 
     attr: Optional[str]
     zero: bool = False  # may be 0-dim (an integer-literal subscript)
+    indices: int = 0  # integer subscripts taken (a list attribute's first one picks a tensor)
     callee: bool = False  # the called submodule of ``self.<attr>(...)``
     returned_by: Optional[str] = None  # ``self.<method>(...)``: what that method returns
 
@@ -50,16 +51,16 @@ class MeetingLog:
     meetings: list = field(default_factory=list)
     returns: dict = field(default_factory=dict)  # method name -> attributes it may return
 
-    def meets(self, attr: str, zero_dim: bool, candidates, methods) -> bool:
-        """Does ``attr`` (a CPU tensor; ``zero_dim`` when it may be 0-dim) meet a tensor
-        that is not another such attribute, where CUDA would refuse?"""
+    def meets(self, attr: str, zero_dim: bool, candidates, methods, listed: bool = False) -> bool:
+        """Does ``attr`` (a CPU tensor, or a list of them when ``listed``; ``zero_dim`` when it
+        may be 0-dim) meet a tensor that is not another such attribute, where CUDA would refuse?"""
         for meeting in self.meetings:
             mine = [o for o in meeting.operands if self._is(o, attr)]
             others = [o for o in meeting.operands if not self._is(o, attr) and o.returned_by is None
                       and _placed(o, candidates, methods)]
             if not mine or not others:
                 continue
-            if meeting.into == attr or not (zero_dim or all(o.zero for o in mine)):
+            if meeting.into == attr or not (zero_dim or all(o.indices > listed for o in mine)):
                 return True
         return False
 
@@ -85,10 +86,10 @@ def operand(expr, self_attr, held=None, counters=frozenset()) -> Optional[Operan
     and subscripts (or a local name ``held`` maps to what it was bound to), ``None`` for a
     literal (it meets nothing), else an unknown tensor. ``counters``: the method's loop
     counters (``for i in range(n)``), integer indices like literals."""
-    zero = False
+    indices = 0
     while self_attr(expr) is None:
         if isinstance(expr, cst.Subscript):
-            zero = zero or _literal_index(expr, counters)
+            indices += _literal_index(expr, counters)
             expr = expr.value
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in KEEPING:
             expr = expr.func.value
@@ -100,14 +101,16 @@ def operand(expr, self_attr, held=None, counters=frozenset()) -> Optional[Operan
             expr = expr.right if _literal(expr.left) else expr.left  # ``self.a * 2`` is still self.a's
         else:
             break
+    zero = indices > 0
     attr = self_attr(expr)
     if attr is not None:
-        return Operand(attr, zero)
+        return Operand(attr, zero, indices=indices)
     if held and isinstance(expr, cst.Name) and expr.value in held:
         bound = held[expr.value]
-        return Operand(bound.attr, zero or bound.zero, returned_by=bound.returned_by)
+        return Operand(bound.attr, zero or bound.zero, indices=indices + bound.indices, returned_by=bound.returned_by)
     if isinstance(expr, cst.Call) and self_attr(expr.func) is not None:
-        return Operand(None, zero, returned_by=self_attr(expr.func))  # a method's result, or a submodule's
+        # a method's result, or a submodule's
+        return Operand(None, zero, indices=indices, returned_by=self_attr(expr.func))
     return None if _literal(expr) else Operand(None)
 
 

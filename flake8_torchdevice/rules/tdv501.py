@@ -30,6 +30,7 @@ CHAIN_KEEPS = frozenset(
 class _Candidate:
     node: cst.CSTNode
     zero_dim: bool
+    listed: bool = False  # a list of factory tensors (``self.grid = [torch.zeros(1)] * n``)
 
 
 @dataclass
@@ -57,7 +58,9 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     `torch.bucketize(x, self.edges)`), an argument of a submodule (`self.linear(self.w)`),
     or the target of an in-place update with one (`self.correct += (p == y).sum()`,
     `self.counts.add_(batch_counts)`). The operand is followed through calls and slices that
-    keep its device (`self.w.t()`, `self.w.data`, `self.w[:n]`, `self.w * 2`).
+    keep its device (`self.w.t()`, `self.w.data`, `self.w[:n]`, `self.w * 2`). A plain list
+    of such tensors (`self.anchors = [torch.tensor(a) for a in anchors]`, `[torch.zeros(1)] * n`)
+    is state too: its elements (`self.anchors[i]`) meet what moved.
 
     ## Why is this bad?
     `module.to(device)` (and `.cuda()`, and Lightning/Accelerate moving your model) moves
@@ -106,7 +109,9 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     - a 0-dim tensor (or an integer element: `self.edges[1]`, `self.weights[i]` of a loop counter,
       `for i in range(n)` / `for i, x in enumerate(xs)`) met out of place:
       CUDA lets a 0-dim CPU tensor meet anything; an in-place update into it still counts;
-    - an attribute rebound elsewhere to something other than a fresh factory tensor;
+    - an attribute rebound elsewhere to something other than a fresh factory tensor, and a list
+      attribute whose elements another method rebinds or adds to (`self.grid[i] =
+      make_grid(...).to(x.device)`, `self.cache.append(x)`): it is rebuilt where it is used;
     - a class that overrides `_apply`, `to` or `cuda` (it moves its own state);
     - factories given `device=`; classes that are not modules or metrics; uses in `__init__`.
 
@@ -121,7 +126,14 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     calculation (see stacktrace for details). This could be due to the metric class not
     being on the same device as input.`
 
-    On a CPU machine the fixture moves the module to the meta device and checks that every
+    On a CPU machine, where a listed tensor meets the moved input out of place (the meta device
+    stands in for the GPU):
+
+    ```
+    RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    For in-place updates the fixture moves the module to the meta device and checks that every
     tensor attribute followed; the check fails with
     `AssertionError: tensor attribute counts stayed on cpu after .to('meta')`; with a GPU
     the same program updates the moved metric and torch raises the error above.
@@ -133,6 +145,10 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     MESSAGE = (
         "tensor attribute self.{attr} does not follow module.to(device); "
         'register it: self.register_buffer("{attr}", ...)'
+    )
+    LIST_MESSAGE = (
+        "tensors in list attribute self.{attr} do not follow module.to(device); "
+        "register each as a buffer or keep them in a tensor buffer"
     )
     METRIC_MESSAGE = (
         "tensor attribute self.{attr} does not follow metric.to(device); "
@@ -163,8 +179,8 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
         for attr, candidate in info.candidates.items():
             if attr in info.rebound:
                 continue
-            if info.log.meets(attr, candidate.zero_dim, info.candidates, info.methods):
-                self.report(candidate.node, template.format(attr=attr))
+            if info.log.meets(attr, candidate.zero_dim, info.candidates, info.methods, candidate.listed):
+                self.report(candidate.node, (self.LIST_MESSAGE if candidate.listed else template).format(attr=attr))
 
     # -- methods ------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -199,6 +215,10 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
             else:
                 aliases.pop(target.value, None)
         attr = self._self_attr(target)
+        if attr is None and isinstance(target, cst.Subscript) and self._frames.current is not None:
+            element_of = self._self_attr(target.value)  # ``self.grid[i] = ...``: the list is rebuilt
+            if element_of is not None and self._frames.current.name != "__init__":
+                self._frames.current.owner.rebound.add(element_of)
         if attr is None:
             if isinstance(target, (cst.Tuple, cst.List)):
                 for element in target.elements:
@@ -207,10 +227,23 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
         method = self._frames.current
         info = method.owner
         factory = self._unplaced_factory(value)
+        listed = factory is None and (factory := self._listed_factory(value)) is not None
         if factory is None:
             info.rebound.add(attr)
         elif method.name == "__init__" and attr not in info.candidates:
-            info.candidates[attr] = _Candidate(target, maybe_zero_dim(*factory))
+            info.candidates[attr] = _Candidate(target, not listed and maybe_zero_dim(*factory), listed)
+
+    def _listed_factory(self, value: cst.BaseExpression):
+        """``[torch.zeros(1)] * n`` / ``[torch.tensor(a) for a in anchors]`` / ``[f(...), f(...)]``
+        of unplaced factories: (qualified, call) of the first, else None."""
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+            value = value.left if isinstance(value.left, (cst.List, cst.Tuple)) else value.right
+        if isinstance(value, cst.ListComp):
+            return self._unplaced_factory(value.elt)
+        if not isinstance(value, (cst.List, cst.Tuple)) or not value.elements:
+            return None
+        factories = [self._unplaced_factory(element.value) for element in value.elements]
+        return factories[0] if all(factories) else None
 
     def _unplaced_factory(self, value: cst.BaseExpression):
         """(qualified, call) if ``value`` is a factory call, possibly followed by
@@ -256,8 +289,14 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
         self._log(Meeting(self._operands(node.target, node.value), into))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._frames.current is not None:
+        method = self._frames.current
+        if method is not None:
             self._log(call_meeting(node, self.names.qualify(node.func), self._operand))
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _LIST_GROWERS and method.name != "__init__":
+                grown = self._self_attr(func.value)  # ``self.cache.append(x.detach())``: its tensors vary
+                if grown is not None and method.owner is not None:
+                    method.owner.rebound.add(grown)
 
     def visit_Return(self, node: cst.Return) -> None:
         """A method returning an attribute (or a name holding one) gives it to its callers."""
@@ -279,3 +318,7 @@ def _loop_counter(node: cst.For) -> Optional[str]:
     elif func != "range":
         return None
     return target.value if isinstance(target, cst.Name) else None
+
+
+# List methods that put other values in: the list no longer holds only the CPU tensors ``__init__`` made.
+_LIST_GROWERS = frozenset({"append", "extend", "insert"})
