@@ -93,6 +93,11 @@ def is_cuda_test(expr: cst.CSTNode) -> bool:
     return False
 
 
+def is_cuda_flag(test: cst.BaseExpression) -> bool:
+    """``args.cuda`` / ``use_gpu`` / ``self.gpu_mode`` alone: the code's own GPU switch."""
+    return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
+
+
 # The words of an ``availability_test``: a rule reading it declares them.
 AVAILABILITY_WORDS = frozenset({"is_available", "device_count", "is_cuda", "*gpu"})
 

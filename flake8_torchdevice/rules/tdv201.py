@@ -11,10 +11,10 @@ from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_locatio
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
-    CUDA_WORD,
     MarkedBlocks,
     availability_test,
     branch_blocks,
+    is_cuda_flag,
     is_cuda_test,
     is_no_cuda_test,
     is_test_code,
@@ -363,7 +363,7 @@ def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
                 and comparison.comparator.value == "0"):
             return False
         test = test.left
-    return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
+    return is_cuda_flag(test)
 
 
 def _names_rng_state(path: cst.BaseExpression) -> bool:

@@ -28,7 +28,7 @@ class Layers:
         values = [self.ev(arg.value, env) for arg in call.args]
         device = argument(call, None, "device")
         if device is not None:
-            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
+            where = self.device_argument(call, device, values, env)
             return Value(PLACED, call.func) if where == PLACED else _cpu_layer(call) if where == CPU else None
         if self.default_device:
             return None  # built on the default device the code set

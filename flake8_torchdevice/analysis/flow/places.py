@@ -39,6 +39,10 @@ class Places:
         moved.ctc = receiver is not None and receiver.ctc  # ``nn.CTCLoss().to(device)``
         return moved
 
+    def device_argument(self, call: cst.Call, device: cst.Arg, values: list, env: dict) -> Optional[str]:
+        """Where ``device=`` of a factory or a layer puts it: ``CPU``, ``PLACED`` or None."""
+        return self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
+
     def destination(self, call: cst.Call, args, env: dict) -> Optional[str]:
         """``CPU``, ``PLACED`` or None (a dtype, another tensor's device unknown)."""
         arg = argument(call, 0, "device")
@@ -77,7 +81,7 @@ class Places:
         if device is None and self.default_device:
             return None  # on the default device this scope set: not known to be the CPU
         if device is not None:
-            where = self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
+            where = self.device_argument(call, device, values, env)
             if where == PLACED:
                 return Value(PLACED, call.func)
             if where == CPU:

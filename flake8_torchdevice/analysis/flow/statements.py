@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..._lazy import cst
-from ..code import code_of, last_name, param_names, string_value, subtree, target_names
-from ..guards import CUDA_WORD, _expects_failure, is_cuda_test, is_no_cuda_test
+from ..code import code_of, param_names, string_value, subtree, target_names
+from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .facts import is_main_guard, key_of
 from .layers import is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
@@ -105,12 +105,14 @@ class Statements:
         """``model.to(device)`` / ``model.cuda()`` alone moves a module in place; a layer built
         here and moved somewhere unknown (``model.to(d)``, ``model.to_empty(device=d)``) is unknown."""
         name = key_of(expr.func.value) if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) else None
-        if name is not None and expr.func.attr.value in ("to", "cuda", "to_empty") and is_cpu_layer(env.get(name)):
+        method = expr.func.attr.value if name is not None else None
+        if method in ("to", "cuda", "to_empty") and is_cpu_layer(env.get(name)):
             result = self.ev(expr, env)
-            if result is not None and result.kind == PLACED and expr.func.attr.value != "to_empty":
+            where = None if result is None or method == "to_empty" else result.kind
+            if where == PLACED:
                 env[name] = Value(MOVED, name)
-            elif result is None or result.kind != CPU or expr.func.attr.value == "to_empty":
-                env.pop(name, None)
+            elif where != CPU:
+                env.pop(name, None)  # moved somewhere unknown
             return
         if name is not None and expr.func.attr.value in ("to", "cuda"):
             before = env.get(name)
@@ -137,7 +139,8 @@ class Statements:
         self.mute -= cpu_only
         else_env = dict(env)
         if node.orelse is not None:
-            cuda_only_else = _cuda_test(node.test) or _cuda_flag(node.test)
+            # ``torch.cuda.is_available()``, or the code's own switch: the else is the CPU run
+            cuda_only_else = _cuda_test(node.test) or is_cuda_flag(node.test)
             self.mute += cuda_only_else
             if isinstance(node.orelse, cst.If):
                 self.if_(node.orelse, else_env)
@@ -224,12 +227,6 @@ def _cuda_test(test) -> bool:
             return False
     code = code_of(test)
     return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
-
-
-def _cuda_flag(test) -> bool:
-    """``if self.gpu_mode:`` / ``if args.cuda:`` / ``if use_gpu:``: the code's own GPU switch. Its
-    ``else`` is the run with the switch off, where what the code moves under it stayed on the CPU."""
-    return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
 
 
 def _imported_names(node) -> list:
