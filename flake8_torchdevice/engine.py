@@ -31,6 +31,7 @@ from typing import Iterator, Optional, Sequence
 
 from . import words
 from ._lazy import cst
+from .analysis.entry_helpers import entry_helpers
 from .analysis.guards import context_words
 from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
@@ -152,6 +153,7 @@ class _Scan:
         self._breaks: Optional[list[int]] = None
         self._imported: Optional[frozenset[str]] = None
         self._assigned: Optional[frozenset] = None
+        self._helpers: Optional[list[int]] = None
 
     def lines_of(self, word: str) -> list[int]:
         """The line of each place ``word`` occurs (see ``words``)."""
@@ -180,6 +182,13 @@ class _Scan:
             if (line, end) in self._assigned or (line, None) in self._assigned:
                 found.append((line, 0))
         return found
+
+    def entry_helper_lines(self) -> list[int]:
+        """The ``def`` line of each helper a model's entry point hands its input to."""
+        if self._helpers is None:
+            names = resolver_from_ast(self.tree)
+            self._helpers = [names.definition(name).lineno for name in entry_helpers(names)]
+        return self._helpers
 
     def line_at(self, offset: int) -> int:
         if self._breaks is None:
@@ -211,6 +220,8 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
                for word in scan.group_words(group) for line in scan.lines_of(word)]
     if rule.ASSIGNED:
         located += scan.assigned_word_lines(groups[0])
+    if rule.ENTRY_HELPERS and located:
+        located += [(line, len(rule.GROUPS) - 1) for line in scan.entry_helper_lines()]
     # A docstring's words are no code (no rule reports in one): ``>>> torch.load(f)`` in an
     # example must not make the rule read its READS all over the file.
     docstrings = index.docstring_lines

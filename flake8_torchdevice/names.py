@@ -19,7 +19,7 @@ from ._lazy import cst
 
 # Only names under these roots matter to any rule; everything else is dropped
 # so that the map stays tiny and lookups stay cheap.
-TRACKED_ROOTS = frozenset({"torch", "torchmetrics", "lightning", "pytorch_lightning"})
+TRACKED_ROOTS = frozenset({"torch", "torchmetrics", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate"})
 
 
 def _root(qualified: str) -> str:
@@ -29,7 +29,7 @@ def _root(qualified: str) -> str:
 class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
-    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames")
+    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -43,6 +43,8 @@ class NameResolver:
         self._classes: dict[str, list[str]] = {}  # module-level class -> dotted bases
         # module-level class -> its ast node, then {attr: dotted callee} of its __init__ once asked
         self._layers: dict[str, object] = {}
+        self._defs: dict[str, ast.AST] = {}  # module-level class or function -> its ast node
+        self.facts: dict = {}  # what shared analyses derived from ``_defs`` once (analysis/still_modules.py)
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -118,6 +120,10 @@ class NameResolver:
         """The dotted bases of the module-level class ``name`` of this file."""
         return self._classes.get(name, [])
 
+    def local_class_names(self) -> list[str]:
+        """The module-level classes of this file."""
+        return list(self._classes)
+
     def init_callee(self, name: str, attr: str) -> Optional[str]:
         """The dotted callee of ``self.<attr> = callee(...)`` in the ``__init__`` of the
         module-level class ``name`` (None if it has no such assignment). Read from the class's
@@ -130,7 +136,16 @@ class NameResolver:
     def bind_class(self, name: str, bases: list[str], node: Optional[ast.ClassDef] = None) -> None:
         self._classes[name] = bases
         self._layers[name] = node
+        self._defs[name] = node
         self.unbind(name)
+
+    def bind_function(self, name: str, node: ast.AST) -> None:
+        self._defs[name] = node
+        self.unbind(name)
+
+    def definition(self, name: str) -> Optional[ast.AST]:
+        """The ``ast`` node of the module-level class or function ``name`` (the last one bound)."""
+        return self._defs.get(name)
 
     def imports_any(self, packages) -> bool:
         """Was one of ``packages`` (top-level names) imported at module level?"""
@@ -200,7 +215,7 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
             bases = [_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases]
             resolver.bind_class(stmt.name, [b for b in bases if b], stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            resolver.unbind(stmt.name)
+            resolver.bind_function(stmt.name, stmt)
     return resolver
 
 

@@ -127,6 +127,10 @@ class Rule:
     # named by a word of the first NEEDS group: only those lines count as that group's
     # words (``nn.Parameter(torch.zeros(3))`` is no such value).
     ASSIGNED: ClassVar[bool] = False
+    # True when the ``def`` line of a same-file helper that a model's entry point hands its input
+    # to (``analysis/entry_helpers.py``) counts as a word of the last NEEDS group: the helper is
+    # decided as the entry point is.
+    ENTRY_HELPERS: ClassVar[bool] = False
     GROUPS: ClassVar[Tuple[FrozenSet[str], ...]] = ()  # NEEDS, normalised
 
     def __init_subclass__(cls, **kwargs) -> None:

@@ -322,3 +322,48 @@ def test_a_factory_built_under_a_device_context_is_there():
         "    return y + z\n"
     )
     assert codes(source) == []
+
+
+OWN_CLASS = (
+    "class VAE(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(2, 8)\n\n"
+    "    def decode(self, z):\n"
+    "        return self.fc(BODY)\n\n\n"
+    "model = VAE()\n"
+    "model.cuda()\n"
+    "out = model(torch.randn(4, 2))\n"
+    "sample = model.decode(torch.randn(4, 2))\n"
+)
+
+
+@pytest.mark.parametrize("body, found", [
+    ("z", [("TDV601", 15), ("TDV601", 16)]),  # its code moves nothing: the CPU tensors meet its weights
+    ("z.to(self.fc.weight.device)", []),  # it moves what it is given
+    ("z.type_as(self.fc.weight)", []),  # type_as takes the weight's type, device included
+    ("z if self.use_cuda else z", []),  # names a device switch
+    ("to_model(z)", []),  # a same-file helper that moves
+    ("scale(z)", [("TDV601", 15), ("TDV601", 16)]),  # a same-file helper that does not
+])
+def test_a_module_class_of_this_file_that_never_moves_its_inputs_is_followed(body, found):
+    helpers = "def to_model(z):\n    return z.cuda()\n\n\ndef scale(z):\n    return z * 2\n\n\n"
+    assert codes(helpers + OWN_CLASS.replace("BODY", body)) == [(c, line + 8) for c, line in found]
+
+
+def test_a_module_class_with_a_foreign_base_may_move_its_inputs():
+    source = "from mylib import Base\n" + OWN_CLASS.replace("VAE(nn.Module)", "VAE(Base)").replace("BODY", "z")
+    assert codes(source) == []
+
+
+def test_a_method_that_is_no_method_of_a_still_class_is_not_a_meeting():
+    source = OWN_CLASS.replace("BODY", "z").replace("model.decode(", "model.load_state_dict(")
+    assert codes(source) == [("TDV601", 15)]
+
+
+@pytest.mark.parametrize("line, found", [
+    ("y = torch.zeros(3).type_as(x)\nz = y + x\n", []),  # type_as takes x's device
+    ("y = x.type_as(torch.ones(3))\nz = y + x\n", [("TDV601", 7)]),  # ... and a CPU tensor's
+])
+def test_type_as_moves_to_the_arguments_device(line, found):
+    assert codes("device = 'cuda'\nx = torch.ones(3).to(device)\n" + line) == found

@@ -275,3 +275,21 @@ def test_tdv201_a_cpu_saved_file_named_in_steps_is_still_the_same_file():
                  TorchLoadWithoutMapLocation) == [11]
     head, _, tail = source.rpartition('"%s_net_%s.pth"')  # the loader's name only
     assert found(head + '"%s_opt_%s.pth"' + tail, TorchLoadWithoutMapLocation) == [11]
+
+
+@pytest.mark.parametrize("launcher, reported", [
+    ("from accelerate import Accelerator\nACC = Accelerator()\n", True),
+    ("import accelerate\nACC = accelerate.Accelerator(cpu=False)\n", True),
+    ("from lightning.fabric import Fabric\nFABRIC = Fabric()\n", True),
+    ("from mylib import Accelerator\nACC = Accelerator()\n", False),  # not Accelerate's
+    ("ACC = None\n", False),
+])
+def test_tdv201_a_launcher_of_one_process_per_gpu_is_evidence(launcher, reported):
+    # A class that saves its own file: silent unless the module meets another machine.
+    trainer = (
+        "import torch\n\n\nclass Trainer:\n    def save(self, path):\n        torch.save({}, path)\n\n"
+        "    def load(self, path):\n        return torch.load(path)\n"
+    )
+    source = launcher + trainer
+    load_line = source.split("\n").index("        return torch.load(path)") + 1
+    assert found(source, TorchLoadWithoutMapLocation) == ([load_line] if reported else [])

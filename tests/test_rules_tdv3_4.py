@@ -415,3 +415,21 @@ def test_tdv402_is_opt_in(tmp_path, flake8, args, codes):
     result = flake8("--isolated", *args, str(path))
     assert "Traceback" not in result.stderr, result.stderr
     assert _codes(result) == codes
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("x.cuda(True)", [(3, "TDV401")]),
+    ("x.cuda(False)", [(3, "TDV401")]),
+    ("x.cuda(non_blocking=True)", []),
+    ("x.cuda(device=True)", []),  # a keyword device is checked as any other device
+    ("x.to(True)", []),
+])
+def test_a_bool_as_the_device_of_cuda_is_reported_by_tdv401(call, reported):
+    source = f"import torch\nx = torch.zeros(2)\ny = {call}\n"
+    assert found(source) == reported
+
+
+def test_a_bool_device_is_reported_in_tests_and_multi_gpu_code_too():
+    source = "import torch\n\n\ndef test_move(x):\n    if torch.cuda.device_count() > 1:\n        x.cuda(True)\n"
+    result = check_source(source, rules=RULES, filename="tests/test_move.py", strict=True)
+    assert [(v.line, v.code) for v in result.violations] == [(6, "TDV401")]

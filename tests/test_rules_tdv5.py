@@ -601,3 +601,48 @@ def test_a_list_attribute_of_factory_tensors_is_state(init, use, found):
             {use}
     """
     assert tdv501(source) == ([6] if found else [])
+
+
+HELPED = '''
+import torch
+from torch import nn
+
+
+def pad(x, n):
+    return torch.cat([x, torch.zeros(x.shape[0], n)], dim=1)
+
+
+def sized(n):
+    return torch.ones(n, n)
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return pad(x, 2) + sized(x.shape[0]).sum()
+
+
+class NotAModule:
+    def forward(self, y):
+        return pad(y, 3)
+'''
+
+
+def test_a_helper_the_forward_hands_its_input_to_is_tdv504s():
+    assert tdv504(HELPED) == [7]  # pad: given the forward's x; sized: given a size only
+    assert tdv502(HELPED) == []  # pad is TDV504's; sized's factory meets no input
+
+
+def test_a_helper_of_a_non_module_or_of_a_test_stays_tdv502s():
+    source = HELPED.replace("class Net(nn.Module):", "class Net:")
+    assert tdv504(source) == []
+    assert tdv502(source) == [7]
+    result = check_source(textwrap.dedent(HELPED), filename="tests/test_pad.py",
+                          rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
+    assert {v.code for v in result.violations} <= {"TDV502"}
+
+
+def test_the_selection_keeps_a_helper_of_a_forward_for_tdv504():
+    source = textwrap.dedent(HELPED)
+    selective = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
+    whole = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True, full=True).violations
+    assert [(v.line, v.code) for v in selective] == [(v.line, v.code) for v in whole] == [(7, "TDV504")]

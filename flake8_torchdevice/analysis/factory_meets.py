@@ -23,6 +23,7 @@ from ..names import dotted_name
 from .code import code_of
 from .factory_kinds import annotation, decorator_name, impure, is_data_class, items_of_self, maybe_tensor, tagged
 from .factory_values import FactoryValues
+from .entry_helpers import entry_helpers
 from .function_inputs import is_data_function
 from .guards import MarkedBlocks, availability_test, branch_blocks, is_no_cuda_test
 from .modules import class_kind
@@ -101,10 +102,13 @@ class FactoryMeetings(FactoryValues):
             self._report_group(self._groups.pop())
 
     def _is_model_entry(self, name: str, is_method: bool) -> bool:
-        """A module's ``forward`` or a metric's ``update``/``forward``, outside test modules:
-        their inputs are on the device the model or metric was moved to."""
-        if not is_method or self.context.is_test:
+        """A module's ``forward`` or a metric's ``update``/``forward``, or a module-level helper
+        one of them hands its input to, outside test modules: their inputs are on the device
+        the model or metric was moved to."""
+        if self.context.is_test:
             return False
+        if not is_method:  # a module-level helper the forward hands its input to (``pad(x, n)``)
+            return not self._frames and name in entry_helpers(self.names)
         kind = self._model_class[-1]
         return name == "forward" and kind is not None or name == "update" and kind == "metric"
 

@@ -6,8 +6,9 @@ fallback, ``"cuda" if torch.cuda.is_available() else "cpu"``; a ``"cpu"`` device
 option; a ``--no-cuda`` flag; a branch on a CUDA flag, ``if opt.cuda:``), but not a
 result moved to the CPU (``feat.to("cpu")``) nor a flag named only as a callee's
 keyword (``use_gpu=...``); several GPUs chosen per process (``LOCAL_RANK``, ``gpu_id``,
-``DistributedDataParallel``, ``set_device``), where each rank would load onto the GPU
-that saved the file; or a requirement of CUDA (``assert torch.cuda.is_available()``),
+``DistributedDataParallel``, ``set_device``, a launcher such as Accelerate's ``Accelerator``
+or Lightning's ``Fabric``, which also runs on the CPU where there is no GPU), where each rank
+would load onto the GPU that saved the file; or a requirement of CUDA (``assert torch.cuda.is_available()``),
 which rules the CPU path out.
 
 ``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk;
@@ -27,8 +28,15 @@ _MULTI_GPU_CALLS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
     "torch.cuda.set_device",
 })
+# Launchers that run one process per GPU (``accelerate launch``) and fall back to the CPU where
+# there is none: a file using one meets both kinds of machine the saving GPU is missing from.
+_LAUNCHERS = frozenset({
+    "accelerate.Accelerator", "accelerate.accelerator.Accelerator",
+    "lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+})
 READS = frozenset(
-    {"cpu", "is_available", "DistributedDataParallel", "set_device", "*cuda", "*gpu"} | _CPU_FLAGS | _RANK_WORDS
+    {"cpu", "is_available", "DistributedDataParallel", "set_device", "*cuda", "*gpu", "Accelerator", "Fabric"}
+    | _CPU_FLAGS | _RANK_WORDS
 )
 
 
@@ -113,6 +121,8 @@ class MachineEvidence:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":
             self.uses_gpus_per_process = True
+        elif name in _LAUNCHERS:
+            self.uses_gpus_per_process = self.has_cpu_path = True
 
     @property
     def meets_other_machines(self) -> bool:

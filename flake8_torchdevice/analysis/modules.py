@@ -43,6 +43,11 @@ def _base_kind(names, expr: "cst.BaseExpression", seen: set) -> Optional[str]:
     return None
 
 
+def local_kind(names, name: str) -> Optional[str]:
+    """"module", "metric" or None for the module-level class ``name`` of this file."""
+    return _local_kind(names, name, set())
+
+
 def _local_kind(names, name: str, seen: set) -> Optional[str]:
     """Kind of a class defined in this file, from its bases."""
     if name in seen:

@@ -45,7 +45,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     opt.cuda:`; not a result taken off the device,
     `feat.to("cpu")`, nor a callee's keyword, `f(use_gpu=...)`), when it runs one process per GPU
     (`LOCAL_RANK`, `gpu_id`, `device_ids`, `DistributedDataParallel`, `set_device`: every
-    rank would load onto the GPU that saved the file), or when the load is a function's
+    rank would load onto the GPU that saved the file; so does a launcher that starts one
+    process per GPU and falls back to the CPU where there is none: Accelerate's `Accelerator`,
+    Lightning's `Fabric`), or when the load is a function's
     and its path comes from the caller (a library loading a user's checkpoint).
     `map_location=None` counts as missing. A call that forwards `*args` or `**kwargs` is
     not flagged: they may carry it.

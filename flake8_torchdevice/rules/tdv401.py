@@ -54,6 +54,10 @@ _GUARD_PARTS = ("device_count", "multi", "gpu")
 _TORCH_DEVICE = "torch.device"
 _CUDA_DEVICE_SETTERS = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.set_default_device"})
 _TORCH_LOAD = "torch.load"
+BOOL_MESSAGE = (
+    ".cuda({flag}) passes {flag} as the device (GPU 1 to old torch, a TypeError now); "
+    "write .cuda(non_blocking={flag})"
+)
 # Tensor and module methods whose ``device=`` keyword places what they make.
 _DEVICE_METHODS = frozenset("new_tensor new_zeros new_ones new_empty new_full to_empty".split())
 
@@ -179,6 +183,8 @@ class HardCodedOrdinal(Rule):
         ".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "set_default_device(", "map_location=", "load("
     }
 
+    # Is ``.cuda(True)`` (a bool as the device) reported here (TDV401)?
+    BOOL_DEVICE = False
     # Are a device object and a module device constant choices by themselves (TDV401),
     # or only where they reach a device position (TDV402's "cuda:0" names GPU 0 as data
     # far more often)?
@@ -448,6 +454,8 @@ class HardCodedOrdinal(Rule):
     # -- device positions ----------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if self.BOOL_DEVICE:
+            self._bool_device(node)
         callee = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
         if isinstance(callee, str) and callee.lower().startswith("assert"):
             self._checks.append(id(node))
@@ -460,6 +468,16 @@ class HardCodedOrdinal(Rule):
             self._walk_torch_device(node, value, self._exempt(), None, DEVICE)
             for found in value.literals:
                 self._consider(found, found.exempt)
+
+    def _bool_device(self, call: cst.Call) -> None:
+        """``x.cuda(True)``: ``non_blocking`` meant, a bool passed as the device. Old torch read it
+        as GPU 1; torch now refuses a bool there on every machine, so no guard or test excuses it."""
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and call.args):
+            return
+        first = call.args[0]
+        if first.keyword is None and not first.star and isinstance(first.value, cst.Name) \
+                and first.value.value in ("True", "False"):
+            self.report(first.value, BOOL_MESSAGE.format(flag=first.value.value))
 
     def leave_Call(self, node: cst.Call) -> None:
         if self._checks and self._checks[-1] == id(node):
@@ -613,6 +631,10 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     "cuda:1"`) are the choice themselves, wherever they go (other modules import them):
     reported unless every use of the constant in the file is behind a multi-GPU guard.
 
+    A bool in the device position of `.cuda(...)` (`target.cuda(True)`, written for
+    `non_blocking=True`) is reported too, tests and multi-GPU code included: old torch read
+    it as GPU 1, torch now refuses it on every machine.
+
     The report points at the literal. Ordinal 0 is TDV402 (off by default).
 
     ## Why is this bad?
@@ -680,10 +702,17 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     ```
     RuntimeError: Cannot access accelerator device when none is available.
     ```
+
+    For `.cuda(True)`, on every machine:
+
+    ```
+    TypeError: cuda(): argument 'device' (position 1) must be torch.device, not bool
+    ```
     """
 
     CODE = "TDV401"
     CHOICE_OBJECTS = True
+    BOOL_DEVICE = True
     NAME = "hard-coded-cuda-ordinal"
     SUMMARY = (
         'a literal CUDA ordinal >= 1 where it selects a device (`.to("cuda:1")`, `.cuda(1)`, `device=1`, '

@@ -31,7 +31,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     layer the forward takes from `self` and runs on the input: a loop over one
     (`for layer in self.rnns: out, _ = layer(out, hidden)`, also through
     `zip`/`enumerate`/`reversed`) or an item (`self.rnns[i](out, hidden)`). `Variable(t)` is `t`.
-    Closures defined in `forward` count as `forward`.
+    Closures defined in `forward` count as `forward`, and so does a module-level function of the
+    same file that such a `forward` hands one of its own parameters to (`x = pad(x, self.lcm)`):
+    inside it, the input lives where the model lives.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
     applied where the input's device is known: whoever calls `model(x)` on a GPU has moved
@@ -112,3 +114,4 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     # name is a word of its unit. ``Tensor`` as an annotation or ``range`` in a loop is no call.
     NEEDS = [{"." + name + "(" for name in FACTORY_NAMES}, {"forward", "update"}]
     TOGETHER = True
+    ENTRY_HELPERS = True  # a helper the forward hands its input to is decided as the forward

@@ -41,7 +41,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       step hook (`training_step`, `validation_step`, `test_step`, `predict_step` of a
       `LightningModule`, or of any class in a file that imports Lightning), and what it
       unpacks into (`x, y = batch`): the Trainer moved it to the module's device;
-    - where they meet: a placed module called with a CPU tensor, arithmetic, matmul and
+    - where they meet: a placed module called with a CPU tensor (also through a method of
+      its own, `vae.decode(z)`, for a module class of this file), arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
       a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`), and a CPU tensor (0-dim
@@ -81,8 +82,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
       checkpoint's entries; data whose shape the code does not show (`torch.tensor(scale)`) counts as 0-dim too,
       except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no
       CPU scalar;
-    - modules of classes defined in the same file (their `forward` may move what it gets), and arguments kept on the CPU
-      on purpose (`lengths` for `pack_padded_sequence`);
+    - modules of classes defined in the same file whose code may move what it gets: code (or a same-file class or
+      function it names) that calls `.to` / `.type` or names a device (`self.device`, `use_cuda`, `to_device`), or
+      a base from another library; a class built only from `torch.nn` bases whose code names no move is followed;
+      arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`);
     - a factory without `device=` after `torch.set_default_device(...)` (or
       `set_default_tensor_type`) in the same scope, or anywhere in a function of a module
       whose own code sets one (`if args.cuda: torch.set_default_tensor_type(

@@ -7,6 +7,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
+from ..still_modules import moves_inputs, still_method
 from ..vocabulary import factory_name
 from .facts import key_of
 from .values import (
@@ -104,7 +105,8 @@ class Calls:
                 self.combine_all(call, [v for _, v in args])
             return placed_result([v for _, v in args])
         if isinstance(call.func, cst.Name) and name in getattr(self.names, "_classes", {}):
-            return Value(OBJECT, name, local=True)  # an instance of a class of this file
+            # An instance of a class of this file: it may move what it is given, unless its code never moves.
+            return Value(OBJECT, name, local=moves_inputs(self.names, name))
         if callee is not None and callee.kind in (INPUT, OBJECT):
             return placed_result([v for _, v in args])  # a module given placed inputs answers on their device
         return None
@@ -151,6 +153,10 @@ class Calls:
             return None  # batch.to(device) may move a container in place
         if method in ("to", "cuda"):
             return self.move(call, receiver, method, args, env)
+        if method == "type_as":  # the argument's type, device included: ``torch.zeros(3).type_as(x)``
+            other = args[0] if args else None
+            return other.derived(zero=receiver.zero if receiver is not None else True) \
+                if other is not None and other.kind in (CPU, PLACED) else None
         if method == "cpu":
             if receiver is not None and receiver.kind == SIBLING:
                 return None
@@ -172,6 +178,9 @@ class Calls:
             return None
         if receiver.kind == MOVED and method in ("eval", "train", "half", "float", "double"):
             return receiver
+        if receiver.kind in (PLACED, MOVED) and not receiver.local and method not in TENSOR_MEMBERS \
+                and still_method(self.names, method):
+            return self.module_call(call, receiver, list(zip(call.args, args)))  # ``vae.decode(z)``
         if receiver.kind not in (CPU, PLACED):
             return None
         if method in SCALAR_METHODS:

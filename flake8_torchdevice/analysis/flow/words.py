@@ -43,7 +43,7 @@ KEEPING_METHODS = frozenset(
     transpose t unsqueeze squeeze flatten expand expand_as repeat view_as reshape_as narrow flip
     roll abs exp log sqrt sigmoid tanh relu softmax log_softmax clamp argmax argmin sum mean prod
     max min amax amin norm std var cumsum masked_fill eval train requires_grad_ squeeze_
-    unsqueeze_ index_select gather type_as add sub mul div pow matmul mm bmm eq ne lt le gt ge
+    unsqueeze_ index_select gather add sub mul div pow matmul mm bmm eq ne lt le gt ge
     round floor ceil neg sign square T mT""".split()
 )
 # Holders of a run's chosen device (``args.device``, ``cfg.device``, ``accelerator.device``): an

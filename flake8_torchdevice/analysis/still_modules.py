@@ -1,0 +1,103 @@
+"""Module classes of this file that never move a tensor themselves.
+
+A placed module of a class defined in the file may move what it is given in its own
+code (``x = x.to(self.device)``, ``if self.use_cuda: h = h.cuda()``): a CPU argument is
+then no mistake. A class whose code, and the code of the same-file classes and functions
+it names, never names a move or a device cannot: a CPU tensor handed to it (its call, or a
+method of its own such as ``vae.decode(z)``) meets its placed weights. Read once per class
+from the ``ast`` of the whole file, so the verdict does not depend on what code the
+engine's selection keeps for LibCST.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+# Words that may move a tensor: ``.to(...)``, ``.type(torch.cuda.FloatTensor)``, ``.type_as(w)``, and any name
+# speaking of a device (``self.device``, ``use_cuda``, ``to_device(x)``, ``gpu_ids``).
+_MOVE_WORDS = frozenset({"to", "type", "type_as"})
+_DEVICE_PARTS = ("device", "cuda", "gpu")
+_MODULE_API = frozenset(dir(object)) | {"forward", "extra_repr", "reset_parameters"}
+
+
+def moves_inputs(names, class_name: str) -> bool:
+    """May a module of the module-level class ``class_name`` move what it is given?
+    True unless the class is a ``torch.nn`` module whose code provably moves nothing."""
+    cache = names.facts.setdefault("moves_inputs", {})
+    if class_name not in cache:
+        cache[class_name] = True  # a cycle (a class naming itself): assume it moves
+        cache[class_name] = _class_moves(names, class_name)
+    return cache[class_name]
+
+
+def still_method(names, method: str) -> bool:
+    """Is ``method`` a method of some still class of this file (``def decode(self, z)``),
+    not an ``nn.Module`` or object API name? A placed receiver calling it runs that class's
+    code on what it is given."""
+    methods = names.facts.get("still_methods")
+    if methods is None:
+        methods = names.facts["still_methods"] = _still_methods(names)
+    return method in methods
+
+
+def _still_methods(names) -> frozenset:
+    found: set = set()
+    for name in _class_names(names):
+        if moves_inputs(names, name):
+            continue
+        node = names.definition(name)
+        found.update(
+            stmt.name for stmt in node.body
+            if isinstance(stmt, ast.FunctionDef) and not stmt.name.startswith("_") and stmt.name not in _MODULE_API
+        )
+    return frozenset(found)
+
+
+def _class_names(names) -> list:
+    return [name for name in names.local_class_names() if isinstance(names.definition(name), ast.ClassDef)]
+
+
+def _class_moves(names, class_name: str) -> bool:
+    node = names.definition(class_name)
+    bases = names.local_bases(class_name)
+    if not isinstance(node, ast.ClassDef) or not bases:
+        return True
+    for base in bases:
+        if isinstance(names.definition(base), ast.ClassDef):
+            if moves_inputs(names, base):
+                return True
+            continue
+        qualified = names.resolve_dotted(base) or ""
+        if not qualified.startswith("torch.nn."):  # another library's base may move in its own forward
+            return True
+    return _code_moves(names, node, {class_name})
+
+
+def _code_moves(names, node: ast.AST, seen: set) -> bool:
+    for sub in ast.walk(node):
+        word = _word(sub)
+        if word is None:
+            continue
+        if word in _MOVE_WORDS or any(part in word.lower() for part in _DEVICE_PARTS):
+            return True
+        if isinstance(sub, ast.Name) and sub.id not in seen:
+            seen.add(sub.id)
+            target = names.definition(sub.id)
+            if isinstance(target, ast.ClassDef) and moves_inputs(names, sub.id):
+                return True  # a submodule of a class that moves
+            if isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_moves(names, target, seen):
+                return True
+    return False
+
+
+def _word(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, (ast.keyword, ast.arg)):
+        return node.arg
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name
+    return None
