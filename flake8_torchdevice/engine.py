@@ -33,10 +33,11 @@ from . import words
 from ._lazy import cst
 from .analysis.entry_helpers import entry_helpers
 from .analysis.guards import context_words
+from .analysis.self_calls import follows_self_calls
 from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
-from .selection import CONTEXT, Hit, StatementIndex, compact, lines_to_keep, statement_start
+from .selection import CONTEXT, Hit, StatementIndex, compact, lines_to_keep, self_call_partners, statement_start
 
 LOG = logging.getLogger("flake8_torchdevice")
 
@@ -123,7 +124,7 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Res
     if full:
         keep = set(range(1, len(lines) + 1))
     else:
-        index = StatementIndex(tree)
+        index = StatementIndex(tree, lines)
         keep = lines_to_keep(index, _hits(source, tree, live, present, index))
         if not keep:
             return Result()
@@ -154,6 +155,7 @@ class _Scan:
         self._imported: Optional[frozenset[str]] = None
         self._assigned: Optional[frozenset] = None
         self._helpers: Optional[list[int]] = None
+        self._names = None
 
     def lines_of(self, word: str) -> list[int]:
         """The line of each place ``word`` occurs (see ``words``)."""
@@ -183,12 +185,21 @@ class _Scan:
                 found.append((line, 0))
         return found
 
+    @property
+    def names(self):
+        """A resolver of the file's module-level names and definitions, built once when asked."""
+        if self._names is None:
+            self._names = resolver_from_ast(self.tree)
+        return self._names
+
     def entry_helper_lines(self) -> list[int]:
         """The ``def`` line of each helper a model's entry point hands its input to."""
         if self._helpers is None:
-            names = resolver_from_ast(self.tree)
-            self._helpers = [names.definition(name).lineno for name in entry_helpers(names)]
+            self._helpers = [self.names.definition(name).lineno for name in entry_helpers(self.names)]
         return self._helpers
+
+    def follows_self_calls(self, class_name: str) -> bool:
+        return follows_self_calls(self.names, class_name)
 
     def line_at(self, offset: int) -> int:
         if self._breaks is None:
@@ -238,7 +249,9 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
         return [(line, rule.READS_SCOPE if number == reads and _in_definition(index, line) else rule.SCOPE)
                 for line, number in located]
     if rule.TOGETHER == DEFINITION:
-        return _definition_hits(located, needed, rule.SCOPE, index)
+        hits = _definition_hits(located, needed, rule.SCOPE, index)
+        partners = self_call_partners(index, [line for line, _ in hits], scan.follows_self_calls)
+        return hits + [(line, rule.SCOPE) for line in partners]
     by_unit: dict = {}
     for line, number in located:
         by_unit.setdefault(index.unit_key(line, rule.SCOPE), set()).add(number)

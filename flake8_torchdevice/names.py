@@ -136,12 +136,16 @@ class NameResolver:
     def bind_class(self, name: str, bases: list[str], node: Optional[ast.ClassDef] = None) -> None:
         self._classes[name] = bases
         self._layers[name] = node
-        self._defs[name] = node
+        self._bind_definition(name, node)
         self.unbind(name)
 
     def bind_function(self, name: str, node: ast.AST) -> None:
-        self._defs[name] = node
+        self._bind_definition(name, node)
         self.unbind(name)
+
+    def _bind_definition(self, name: str, node) -> None:
+        # A name defined twice at module level is ambiguous: no analysis reads either.
+        self._defs[name] = None if name in self._defs else node
 
     def definition(self, name: str) -> Optional[ast.AST]:
         """The ``ast`` node of the module-level class or function ``name`` (the last one bound)."""

@@ -31,6 +31,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from .analysis.self_calls import self_call_graph
 from .rule import CLASS, FUNCTION, STATEMENT
 
 # Module-level statements longer than this are parsed only for a word inside
@@ -71,10 +72,19 @@ class StatementIndex:
     """Line spans of top-level statements and of the members of classes, and
     the lines that only docstrings hold."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, lines: Sequence[str] = ()) -> None:
+        self.lines = lines  # the file's lines: only the methods' self-call graph reads them
         self.top = [_member(stmt) for stmt in tree.body]
         self._starts = [m.start for m in self.top]
         self.docstring_lines = _docstring_lines(tree)
+        self._self_calls: dict = {}
+
+    def self_calls(self, node: ast.ClassDef) -> dict:
+        """``analysis.self_calls.self_call_graph`` of a top-level class, once per file."""
+        graph = self._self_calls.get(id(node))
+        if graph is None:
+            graph = self._self_calls[id(node)] = self_call_graph(node, self.lines)
+        return graph
 
     def top_at(self, line: int):
         i = bisect.bisect_right(self._starts, line) - 1
@@ -91,6 +101,32 @@ class StatementIndex:
         if top is None or (scope == FUNCTION and not top.is_def):
             return 0
         return id(_unit_at(top, line)[0])
+
+
+def self_call_partners(index: StatementIndex, lines: list, follows) -> list[int]:
+    """The ``def`` line of each method that ``self.m(...)`` calls link to a method holding one
+    of ``lines``, in a top-level class whose name ``follows`` accepts
+    (``analysis.self_calls.follows_self_calls``): the device flow reads what a sibling method
+    hands a method and what a method returns (``flow/methods.py``), so the linked group is kept."""
+    found: list[int] = []
+    for member in index.top:
+        node = member.node
+        if not isinstance(node, ast.ClassDef) or not any(member.start <= line <= node.end_lineno for line in lines):
+            continue
+        if not follows(node.name):
+            continue
+        methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        kept = {name for name, m in methods.items() if any(m.lineno <= line <= m.end_lineno for line in lines)}
+        graph = index.self_calls(node)
+        group, frontier = set(kept), list(kept)
+        while frontier:
+            name = frontier.pop()
+            linked = graph.get(name, frozenset()) | {caller for caller, called in graph.items() if name in called}
+            for other in linked - group:
+                group.add(other)
+                frontier.append(other)
+        found += [methods[name].lineno for name in group - kept]
+    return found
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:

@@ -367,3 +367,79 @@ def test_a_method_that_is_no_method_of_a_still_class_is_not_a_meeting():
 ])
 def test_type_as_moves_to_the_arguments_device(line, found):
     assert codes("device = 'cuda'\nx = torch.ones(3).to(device)\n" + line) == found
+
+
+SIBLINGS = (
+    "class Trainer:\n"
+    "    def embed(self, x):\n"
+    "        RETURNS\n\n"
+    "    def score(self, d):\n"
+    "        return d.numpy()\n\n"
+    "    def fit(self, model, x):\n"
+    "        model = model.cuda()\n"
+    "        d = self.embed(model(x.cuda()))\n"
+    "        return self.score(d)\n"
+)
+
+
+@pytest.mark.parametrize("returns, found", [
+    ("return x * 2", [("TDV603", 9)]),  # every return placed: the result is placed
+    ("if x is None:\n            return None\n        return x * 2", []),  # one return is not
+    ("if x is not None:\n            return x * 2", []),  # it may fall off its end
+    ("return np.ones(3)", []),
+])
+def test_methods_hand_each_other_what_they_return_and_are_given(returns, found):
+    source = SIBLINGS.replace("RETURNS", returns)
+    line_of_score = source.split("\n").index("        return d.numpy()") + 4  # HEAD's three lines
+    assert codes(source) == [(code, line_of_score) for code, _ in found]
+    # ``embed`` holds no word a flow rule needs: the selection keeps it as ``fit``'s partner.
+    full = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
+    assert [(v.code, v.line) for v in full] == codes(source)
+
+
+def test_methods_that_call_each_other_end_and_agree_either_way():
+    source = (
+        "class Loop:\n"
+        "    def a(self, x, n):\n        return self.b(x.cuda(), n)\n\n"
+        "    def b(self, y, n):\n        return self.a(y, n - 1) if n else y.numpy()\n"
+    )
+    assert codes(source) == [("TDV603", 9)]
+    full = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
+    assert [(v.code, v.line) for v in full] == [("TDV603", 9)]
+
+
+@pytest.mark.parametrize("appended, found", [
+    ("out.append(model(x.cuda()))", [("TDV603", 9)]),  # only placed values: the concatenation is placed
+    ("out.append(model(x.cuda()))\n        out.append(torch.zeros(2))", []),  # a CPU one too: unknown
+    ("out.extend([model(x.cuda())])", []),
+])
+def test_a_list_of_placed_values_concatenates_to_a_placed_tensor(appended, found):
+    source = (
+        "def run(model, xs):\n    model = model.cuda()\n    out = []\n"
+        f"    for x in xs:\n        {appended}\n    return torch.cat(out).numpy()\n"
+    )
+    last = len(source.split("\n")) - 1 + 3
+    assert codes(source) == [(code, last) for code, _ in found]
+
+
+@pytest.mark.parametrize("base, found", [
+    ("object", [("TDV603", 9)]),
+    ("nn.Module", []),  # a module's methods pass on inputs on its device: not followed
+])
+def test_self_calls_are_followed_outside_torch_modules(base, found):
+    source = (
+        f"class Head({base}):\n"
+        "    def run(self, x):\n        return self.show(x.cuda())\n\n"
+        "    def show(self, h):\n        return h.numpy()\n"
+    )
+    assert codes(source) == found
+
+
+def test_only_a_method_that_moves_something_hands_facts_on():
+    source = (
+        "class Trainer:\n"
+        "    def __init__(self, model):\n        self.model = model.cuda()\n\n"
+        "    def run(self, x):\n        return self.show(self.model(x))\n\n"  # no move here: no edge
+        "    def show(self, h):\n        return h.numpy()\n"
+    )
+    assert codes(source) == []

@@ -20,8 +20,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
     an operation that needs one device. A function also sees what the module's code proves
     (a model placed at module level or in the `if __name__ == "__main__":` block), a
     top-level function what the module's own calls give it (`summarize(model)` after
-    `model = Net().to(device)`: its parameter `model` is placed), and a method what its
-    class's `__init__` proves of `self.x` (`self.model = Net().to(device)`):
+    `model = Net().to(device)`: its parameter `model` is placed), a method what its
+    class's `__init__` proves of `self.x` (`self.model = Net().to(device)`), what another method
+    of its class that moves something calls it with (`self.score(out)`) and what one returns to
+    such a method when every return of it is placed (not in a `torch.nn` module); a list that only
+    placed values are appended to concatenates to a placed tensor:
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
       `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values; a

@@ -16,7 +16,11 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     is placed on a device (moved with `.to(device)` / `.cuda()`, created with `device=`, the
     output of a placed module, the `batch` of a Lightning step hook and what it unpacks into,
     or computed from such values), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
-    level or in `__init__`; a device that may be CUDA counts
+    level or in `__init__`; a method sees what another method of its class that moves something
+    (`.to(` / `.cuda(`) hands it (`self.hardest(distances)` with placed distances) and what one
+    returns to such a method when every return is placed (`self.pdist(out)`), in a class that is
+    no `torch.nn` module; a list that only placed values are appended to concatenates to a
+    placed tensor (`torch.cat(rows)`); a device that may be CUDA counts
     (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`).
 
     ## Why is this bad?

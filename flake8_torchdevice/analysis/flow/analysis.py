@@ -11,6 +11,7 @@ from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing
 from .layers import Layers
 from .loops import Loops
+from .methods import given_by_siblings, returned_by
 from .places import Places
 from .statements import Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
@@ -25,7 +26,17 @@ def flow_of(context, node: "cst.CSTNode") -> Flow:
     cache = context.__dict__.setdefault("_device_flow", {})
     key = id(node)
     if key not in cache:
-        cache[key] = (node, _Analysis(context, node).run(node, _facts_for(context, node)))
+        # Methods read each other (flow/methods.py): one being walked is not asked again.
+        busy = context.__dict__.setdefault("_flow_busy", set())
+        busy.add(key)
+        try:
+            analysis = _Analysis(context, node)
+            flow = analysis.run(node, _facts_for(context, node))
+        finally:
+            busy.discard(key)
+        if analysis.partial:
+            return flow  # walked while a sibling that calls it was being walked: asked again later
+        cache[key] = (node, flow)
     return cache[key][1]
 
 
@@ -39,6 +50,12 @@ def start_file(context, module: "cst.Module") -> None:
         facts.globals = crossing(top.env)
         facts.default_device = top.default_device
         facts.note_calls(top.calls)
+
+
+def _ends_in_return(method: "cst.FunctionDef") -> bool:
+    body = body_of(method.body)
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
 
 
 def _facts_for(context, node) -> dict:
@@ -91,6 +108,14 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
         # parameter name -> Value; a copy: FileFacts keeps the module's own per function
         self.given: dict = dict(facts.given_to(node)) if function else {}
+        self.context = context
+        self.scope = node.name.value if function else None  # the function's name
+        self.cls = facts.classes.get(id(node)) if function else None  # a method's class
+        self.partial = False  # a sibling method that calls this one was busy: its facts are missing
+        if self.cls is not None:
+            given, self.partial = given_by_siblings(context, node, self.cls, flow_of)
+            for param, value in given.items():
+                self.given.setdefault(param, value)
         if function and _lightning_step(node, facts, context.names):
             batch = Value(PLACED, "batch", param=True)
             batch.spread = True  # ``x, y = batch``: the Trainer moved every part
@@ -124,6 +149,19 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             if (loop.moved or module) and loop.elements.get(sibling.label, sibling).evidence:
                 self.flow.siblings.append(Meet(where, sibling, placed, index))
         return self.flow
+
+    def returned(self, call, method: str, args: list) -> Optional[Value]:
+        return returned_by(self.context, self.cls, method, call, args, self)
+
+    @classmethod
+    def walk_with(cls, context, method: "cst.FunctionDef", given: dict) -> "_Analysis":
+        """A walk of ``method`` whose parameters hold ``given`` (one call's values), for what it
+        returns (``.flow.returns``): its meetings are not the method's own (``flow_of`` finds those)."""
+        analysis = cls(context, method)
+        analysis.given.update(given)
+        if _ends_in_return(method):  # else it may fall off its end: None is one of its results
+            analysis.run(method, _facts_for(context, method))
+        return analysis
 
     def meet(self, node, a: Optional[Value], b: Optional[Value], module: bool = False) -> None:
         """``a`` and ``b`` meet in an op that needs one device (``module``: ``b``

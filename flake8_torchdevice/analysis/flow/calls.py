@@ -11,7 +11,8 @@ from ..still_modules import moves_inputs, still_method
 from ..vocabulary import factory_name
 from .facts import key_of
 from .values import (
-    BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value, placed_result,
+    BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
+    placed_result,
 )
 from .layers import is_cpu_layer
 from .words import (
@@ -145,6 +146,8 @@ class Calls:
         receiver = self.ev(func.value, env)
         method = func.attr.value
         args = [self.ev(arg.value, env) for arg in call.args]
+        if isinstance(func.value, cst.Name) and func.value.value == "self" and self.cls is not None:
+            return self.own_method(call, method, args)
         if method in FRAMEWORK_CALLS and not isinstance(func.value, cst.Name) or (
             method in FRAMEWORK_CALLS and receiver is None
         ):
@@ -168,6 +171,10 @@ class Calls:
             return Value(NUMPY, call)
         if receiver is None:
             return _batch_helper(call, args)
+        if receiver.kind == LIST:
+            placed = method == "append" and len(args) == 1 and args[0] is not None and args[0].kind == PLACED
+            receiver.items = receiver.items + [args[0]] if placed and receiver.items is not None else None
+            return None
         if receiver.kind == SIBLING:
             if method in TENSOR_MEMBERS:
                 receiver.evidence = True
@@ -195,6 +202,14 @@ class Calls:
             return receiver.derived(zero=True)
         return receiver
 
+    def own_method(self, call: cst.Call, method: str, args: list) -> Optional[Value]:
+        """``self.m(...)``: a method of this class. What placed values it is handed is noted
+        for ``m``'s own walk; what it returns is placed when every return of ``m`` is."""
+        if any(v is not None and v.kind in (PLACED, MOVED) for v in args):
+            self.flow.method_calls.append((method, list(zip(call.args, args))))
+            return self.returned(call, method, args)
+        return None
+
     def torch_function(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
         values = []
         for arg in call.args:
@@ -218,7 +233,10 @@ class Calls:
     def flat(self, expr, env: dict) -> list:
         if isinstance(expr, (cst.List, cst.Tuple)):
             return [self.ev(e.value, env) for e in expr.elements]
-        return [self.ev(expr, env)]
+        value = self.ev(expr, env)
+        if value is not None and value.kind == LIST:
+            return list(value.items) if value.items else [None]  # ``torch.cat(distances)``
+        return [value]
 
     def combine_all(self, node, values) -> None:
         for i, a in enumerate(values):

@@ -7,7 +7,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import code_of, string_value
 from .facts import key_of
-from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, Meet, PLACED, SIBLING, Value, combined, either
+from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, Meet, PLACED, SIBLING, Value, combined, either
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
 
@@ -89,6 +89,10 @@ class Expressions:
             return value
         if isinstance(expr, cst.Lambda):
             return None
+        if isinstance(expr, cst.List) and not expr.elements:
+            collected = Value(LIST, expr)  # ``distances = []``: followed while only placed values are appended
+            collected.items = []
+            return collected
         for child in _expression_children(expr):
             self.ev(child, env)
         return None

@@ -44,6 +44,7 @@ class FileFacts:
         # Top-level functions, and the parameters module code calls them with a placed value
         # (``evaluate(model, test_loader)`` after ``model = Net().to(device)``): name -> {param: Value}.
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        self.top_classes = {id(s) for s in module.body if isinstance(s, cst.ClassDef)}  # flow/methods.py
         self.placed_params: dict = {}
         self._collect(module.body)
 

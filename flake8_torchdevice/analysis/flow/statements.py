@@ -59,6 +59,7 @@ class Statements:
             env.pop(node.name.value, None)
         else:
             env.clear()  # match, async constructs: forget what was known
+            self.flow.returns.append(None)  # and what they may return
 
     def small(self, node, env: dict) -> None:
         if isinstance(node, cst.Assign):
@@ -92,8 +93,9 @@ class Statements:
                 env.pop(name, None)
         elif isinstance(node, (cst.Return, cst.Assert)):
             expr = node.value if isinstance(node, cst.Return) else node.test
-            if expr is not None:
-                self.ev(expr, env)
+            value = self.ev(expr, env) if expr is not None else None
+            if isinstance(node, cst.Return):
+                self.flow.returns.append(value)
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             for name in node.names:
                 env.pop(name.name.value, None)

@@ -7,14 +7,15 @@ from typing import Optional
 from ..code import code_of
 
 
-CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMPY = (
-    "cpu placed moved sibling batch loss object input framework device numpy".split()
+CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMPY, LIST = (
+    "cpu placed moved sibling batch loss object input framework device numpy list".split()
 )
 
 
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
+        "items",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -30,6 +31,7 @@ class Value:
         self.evidence = False  # a SIBLING used as a tensor
         self.ctc = False  # a CTC loss: its targets and lengths may stay on the CPU
         self.spread = False  # a batch a framework placed: each element it unpacks into is placed too
+        self.items: Optional[list] = None  # a LIST's appended values while all are placed (None: unknown)
 
     @property
     def label(self) -> str:
@@ -69,7 +71,7 @@ class Meet:
 class Flow:
     """What one scope proves: the meetings found in it."""
 
-    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls")
+    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "method_calls", "returns")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
@@ -78,6 +80,8 @@ class Flow:
         self.env: dict = {}  # name -> Value at the scope's end (the facts other scopes read)
         self.default_device = False  # the scope called ``torch.set_default_device(...)`` or the like
         self.calls: list = []  # (name, [(Arg, Value)]): module code's calls of plain names given a placed value
+        self.method_calls: list = []  # (name, [(Arg, Value)]): ``self.name(...)`` calls given a placed value
+        self.returns: list = []  # the Value (or None) of each ``return``
 
 
 def same(a: Optional[Value], b: Optional[Value]) -> bool:
@@ -85,6 +89,8 @@ def same(a: Optional[Value], b: Optional[Value]) -> bool:
         return False
     if a.kind in (CPU, DEVICE):
         return a.zero == b.zero
+    if a.kind == LIST:
+        return a is b
     return a.loop is b.loop and a.local == b.local
 
 
