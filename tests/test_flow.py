@@ -443,3 +443,16 @@ def test_only_a_method_that_moves_something_hands_facts_on():
         "    def show(self, h):\n        return h.numpy()\n"
     )
     assert codes(source) == []
+
+
+@pytest.mark.parametrize("line, found", [
+    ("g = torch.autograd.grad(out, x, torch.ones(4, 1))", [("TDV601", 6)]),
+    ("g = torch.autograd.grad(outputs=out, inputs=x, grad_outputs=torch.ones(4, 1))", [("TDV601", 6)]),
+    ("torch.autograd.backward(out, torch.ones(4, 1))", [("TDV601", 6)]),
+    ("out.backward(torch.ones(4, 1))", [("TDV601", 6)]),
+    ("out.sum().backward(torch.tensor(2.0))", []),  # a 0-dim gradient: autograd moves it
+    ("g = torch.autograd.grad(out, x, torch.ones_like(out))", []),
+])
+def test_a_gradient_lives_where_its_output_does(line, found):
+    source = "x = torch.randn(4, 3).cuda()\nout = nn.Linear(3, 1).cuda()(x)\n" + line + "\n"
+    assert codes(source) == found

@@ -32,8 +32,9 @@ def test_selection_never_hides_a_finding(rule, path):
 
 
 def test_rule_runs_only_where_cuda_meets_a_device_choice_or_a_cuda_check():
+    # ``*cuda``: the code's own GPU switch (``if self.cuda:``, ``use_cuda``) is a CUDA check's stand-in.
     assert CudaMixedWithToDevice.GROUPS == (
-        frozenset({".cuda"}), frozenset({".to", "is_available", "device_count", "is_cuda", "*gpu"}))
+        frozenset({".cuda"}), frozenset({".to", "is_available", "device_count", "is_cuda", "*gpu", "*cuda"}))
     assert found("import torch\nx = torch.ones(1).cuda()\n") == []
 
 
@@ -327,3 +328,43 @@ def test_a_choice_on_a_storage_flag_is_not_a_cpu_path(flag, reported):
             return out.to(batch.device), torch.ones(1).cuda()
         """
     assert (found(source) == [(5, "TDV101")]) is reported
+
+
+SWITCHED = """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, use_cuda):
+        self.G = nn.Linear(2, 2)
+        self.cuda = use_cuda
+        PLACE
+
+    def step(self, x):
+        if self.cuda:
+            x = x.cuda()
+        z = torch.randn(2, 2).cuda()
+        return self.G(x) + z
+"""
+
+
+@pytest.mark.parametrize("place, reported", [
+    ("if use_cuda:\n            self.G.cuda()", [(15, "TDV101")]),  # the switch places a module: the run may be CPU
+    ("if use_cuda:\n            self.buffer = torch.zeros(2).cuda()", []),  # it only keeps tensors: a storage flag
+    ("self.G.cuda()", []),  # the module goes to CUDA unguarded: the program needs a GPU anyway
+])
+def test_an_unguarded_cuda_beside_the_codes_own_gpu_switch(place, reported):
+    source = SWITCHED.replace("PLACE", place)
+    extra = place.count("\n")
+    assert found(source) == [(line + extra, code) for line, code in reported]
+    assert found(source, full=True) == found(source)
+
+
+def test_variable_of_a_tensor_is_no_module_construction():
+    source = (
+        "import torch\nfrom torch.autograd import Variable\n\n\ndef f(x, use_cuda):\n"
+        "    if torch.cuda.is_available():\n        x = x.cuda()\n"
+        "    return Variable(torch.randn(2)).cuda()\n"
+    )
+    assert found(source) == [(8, "TDV101")]  # beside a checked .cuda(): no program-wide CUDA need

@@ -102,7 +102,8 @@ _OPTION_HOLDER = re.compile(
 def is_module_receiver(call: cst.Call, statement: bool) -> bool:
     """Is ``<x>.cuda()`` / ``<x>.to(d)`` placing a module? A bare statement
     (a tensor's move is lost unless bound), a construction (``Net()``, not
-    ``torch.FloatTensor()``), or a name that says model/net/encoder."""
+    ``torch.FloatTensor()`` nor ``Variable(t)``, a tensor's wrapper), or a name that says
+    model/net/encoder."""
     if statement:
         return True
     receiver = call.func.value
@@ -113,7 +114,7 @@ def is_module_receiver(call: cst.Call, statement: bool) -> bool:
             break
     if isinstance(receiver, cst.Call):
         name = last_name(receiver.func) or ""
-        return name[:1].isupper() and not name.endswith("Tensor")
+        return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"
     name = last_name(receiver) or ""
     return bool(_MODULE_NAME.search(name))
 

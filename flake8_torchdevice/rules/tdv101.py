@@ -15,7 +15,7 @@ from ..analysis.devices import (
     is_device_name,
     is_module_receiver,
 )
-from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test
+from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
 from ..rule import Fix, Rule
 
 
@@ -47,8 +47,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     function where another `.cuda()` sits under a check that CUDA is there
     (`torch.cuda.is_available()`, `x.is_cuda`, `args.gpu is not None`): the function runs
     without CUDA, and this call breaks it. A flag such as `if use_cuda:` may be a storage
-    option, not a check, and does not count here; nor does a GPU option (`args.gpu is not
-    None`) in a program that also places a module on CUDA without any check (`else:
+    option, not a check, and counts only where the code's own GPU switch also guards placing a
+    module somewhere in the file (`if cuda_flag: self.G.cuda()`, `if args.cuda: model.cuda()`):
+    then the program runs with it off, on the CPU, and an unguarded `.cuda()` beside one the
+    switch guards breaks that run. Neither a flag nor a GPU option (`args.gpu is not
+    None`) counts in a program that also places a module on CUDA without any check (`else:
     model.cuda()`): it chooses a GPU in code that needs one anyway.
 
     A `.cuda()` is not flagged where the code has already made sure CUDA is there:
@@ -175,11 +178,16 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         ".cuda() without the CUDA check that guards another .cuda() in this function; "
         "on a machine without CUDA it breaks: guard it too, or use .to(device)"
     )
+    BESIDE_SWITCH = (
+        ".cuda() outside the code's own GPU switch that guards another .cuda() in this function; "
+        "with the switch off (a machine without CUDA) it breaks: guard it too, or use .to(device)"
+    )
     FIX = "unsafe"
 
     # A finding is a ``.cuda()`` call in a module that also moves with ``.to``,
-    # or in a function that checks for CUDA (``availability_test``) elsewhere.
-    NEEDS = [{".cuda"}, {".to"} | AVAILABILITY_WORDS]
+    # or in a function that checks for CUDA (``availability_test``) or tests the code's own
+    # GPU switch (``if self.cuda:``, ``if use_gpu:``) elsewhere.
+    NEEDS = [{".cuda"}, {".to", "*cuda"} | AVAILABILITY_WORDS]
     # A spawned worker (``mp.spawn(worker, ...)``) that selects its GPU with an
     # unconditional ``torch.cuda.set_device`` makes the module a CUDA program:
     # ``.cuda()`` follows the chosen GPU wherever it is called.
@@ -198,6 +206,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         # ... under a GPU option alone (``if args.gpu is not None:``): a check only in a
         # module that can run without CUDA (no module placed on it unchecked).
         self._option_checked: set[int] = set()
+        # ... under the code's own GPU switch (``if self.cuda:``, ``if args.use_gpu:``): a check where
+        # such a switch also guards placing a module (``if cuda_flag: self.D.cuda()``), so the
+        # program runs with it off, on the CPU.
+        self._switch_checked: set[int] = set()
+        self._switch_places_module = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -276,6 +289,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 self._checked.add(id(scope))  # checked right here, not by a decorator, a test name or a flag
             elif any(availability_test(test, self.names) for test in tests):
                 self._option_checked.add(id(scope))
+            elif any(is_cuda_flag(test) for test in tests):
+                self._switch_checked.add(id(scope))
+                self._switch_places_module |= is_module_receiver(node, self.is_statement(node))
             return
         self._cuda_calls.append(_CudaCall(
             node, self.context.statement, self._depth > 0, self._main is not None, scope,
@@ -302,9 +318,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 # that moves modules to .cuda() and back with .cpu() offloads by hand, GPU-only
                 continue
             checked = id(call.scope) in self._checked
-            if checked or (id(call.scope) in self._option_checked and not needs_cuda):
+            switched = self._switch_places_module and id(call.scope) in self._switch_checked
+            if checked or ((id(call.scope) in self._option_checked or switched) and not needs_cuda):
                 # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``, where CUDA may be missing
-                message = self.BESIDE_CHECK
+                message = self.BESIDE_CHECK if checked or id(call.scope) in self._option_checked else self.BESIDE_SWITCH
             elif call.named or not self.choice_for(call.module):
                 continue  # ``.cuda(rank)`` names its device; nothing chosen for this kind of value
             elif call.in_main and not self._main_chooses:

@@ -48,6 +48,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       its own, `vae.decode(z)`, for a module class of this file), arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
+      a gradient and its output (`torch.autograd.grad(out, x, grad_outputs)`,
+      `torch.autograd.backward(out, grads)`, `out.backward(gradient)`; a 0-dim gradient autograd moves itself),
       a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`), and a CPU tensor (0-dim
       ones too) handed to a `torch.distributed` collective (`all_reduce`, `broadcast`,
       `all_gather`, `send`, ...) in a file that starts an NCCL group
@@ -114,7 +116,20 @@ class CpuMeetsPlaced(FlowReports, Rule):
     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
     ```
 
-    for a CPU tensor in an NCCL collective (also on a CPU machine, where a group whose only
+    for a gradient made on the CPU for an output on the GPU (`torch.autograd.grad(out, x,
+    torch.ones(n, 1))`, `out.backward(torch.ones(n, 1))`):
+
+    ```
+    RuntimeError: invalid gradient at index 0 - expected device cuda:0 but got cpu
+    ```
+
+    and on a CPU machine, with the meta device standing in:
+
+    ```
+    RuntimeError: invalid gradient at index 0 - expected device meta but got cpu
+    ```
+
+    For a CPU tensor in an NCCL collective (also on a CPU machine, where a group whose only
     backend serves CUDA, `init_process_group("cuda:gloo")`, stands in for NCCL):
 
     ```

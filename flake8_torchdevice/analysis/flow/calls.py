@@ -165,6 +165,9 @@ class Calls:
                 return None
             zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
             return Value(CPU, call, zero=zero)
+        if method == "backward" and args and receiver is not None:  # ``out.backward(gradient)``
+            self.meet(call, receiver, args[0])
+            return None
         if method == "numpy":
             if receiver is not None and receiver.kind == PLACED and not _forced(call):
                 self.record_numpy(call, receiver)
@@ -211,6 +214,9 @@ class Calls:
         return None
 
     def torch_function(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
+        if qualified in GRADIENT_FUNCTIONS:
+            self.gradients(call, GRADIENT_FUNCTIONS[qualified], env)
+            return None
         values = []
         for arg in call.args:
             values.extend(self.flat(arg.value, env))
@@ -230,6 +236,19 @@ class Calls:
             return Value(CPU, cpu[0].label, zero=zero, factory=cpu[0].factory)
         return None
 
+    def gradients(self, call: cst.Call, where: tuple, env: dict) -> None:
+        """``torch.autograd.grad(out, x, grad_outputs)`` / ``torch.autograd.backward(out,
+        grad_tensors)``: each gradient must live where its output does."""
+        (out_at, out_name), (grad_at, grad_name) = where
+        outputs, grads = argument(call, out_at, out_name), argument(call, grad_at, grad_name)
+        for arg in call.args:
+            if arg is not grads and arg is not outputs:
+                self.ev(arg.value, env)
+        if outputs is None or grads is None:
+            return
+        for output, grad in zip(self.flat(outputs.value, env), self.flat(grads.value, env)):
+            self.meet(call, output, grad)
+
     def flat(self, expr, env: dict) -> list:
         if isinstance(expr, (cst.List, cst.Tuple)):
             return [self.ev(e.value, env) for e in expr.elements]
@@ -244,6 +263,11 @@ class Calls:
                 self.meet(node, a, b)
 
 
+# Where the outputs and the gradients handed with them are: (position, keyword) of each.
+GRADIENT_FUNCTIONS = {
+    "torch.autograd.grad": ((0, "outputs"), (2, "grad_outputs")),
+    "torch.autograd.backward": ((0, "tensors"), (1, "grad_tensors")),
+}
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
