@@ -63,4 +63,9 @@ def test_the_corpus_file_reads_and_keeps_a_third_aside():
     first = [f for f in fixes if f.split in ("tune", "heldout")]  # batch 2 is held out whole
     held = [f for f in first if f.split == "heldout"]
     assert len(held) == -(-len(first) // 3)
-    assert {f.split for f in fixes} == {"tune", "heldout", "heldout2"}
+    assert {f.split for f in fixes} == {"tune", "heldout", "heldout2", "heldout3"}
+    # Batch 3 came from a candidate list fixed before it was read: every row is one of them.
+    listed = (R.HERE / "bugs" / "candidates3.csv").read_text().splitlines()[1:]
+    candidates = {tuple(line.split(",")) for line in listed}
+    batch3 = [f for f in fixes if f.split == "heldout3"]
+    assert batch3 and all((f.repo, f.commit) in candidates for f in batch3)
