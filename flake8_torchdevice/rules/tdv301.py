@@ -176,7 +176,8 @@ class WrapBeforePlacement(Rule):
     - a `DataParallel` moved before its first forward (`nn.DataParallel(m).to(device)`, `dp = dp.to(device)`, or
       the module it holds: `m.to(device)`), or never run here (returned, stored, handed on);
     - a module already moved (`model.to(device)`, `model.cuda()`), passed to any other call first, built inside
-      `with torch.device(...)`, or handed a device (`Net(device=d)`);
+      `with torch.device(...)`, handed a device (`Net(device=d)`), or built around a placed module
+      (`LossWrapper(model, opt)` after `model = Net().cuda()`: its parameters may all be that model's);
     - `DistributedDataParallel` without `device_ids` / `output_device` and never moved: CPU (gloo) training;
     - files that call `torch.set_default_device` or `torch.set_default_tensor_type`.
 
@@ -225,6 +226,7 @@ class WrapBeforePlacement(Rule):
         self._moved_results: set = set()  # ids of calls whose result is moved: DDP(m).cuda()
         self._waiting: dict = {}  # id(DDP call) -> call, unplaced module, no GPU sign yet
         self._parallel: dict = {}  # id(DataParallel call) -> call, unplaced module, not moved with it
+        self._holds_placed: set = set()  # ids of calls given a placed module (a construction may hold it)
         self._called: set = set()  # ids of calls that are called at once: ``DataParallel(m)(x)``
         self._found: list = []  # (call, message, statement), reported unless a default device is set
         self._default_device = False
@@ -333,6 +335,8 @@ class WrapBeforePlacement(Rule):
         # Inside ``with torch.device("cuda")`` / ``init_empty_weights()`` it may be placed.
         if self._frame.withs:
             return False
+        if id(call) in self._holds_placed:  # ``LossWrapper(model, opt)``: its parameters may be the model's
+            return False
         return not any(_DEVICE_WORD.search(code_of(arg)) for arg in call.args)
 
     # -- calls ---------------------------------------------------------------
@@ -352,6 +356,8 @@ class WrapBeforePlacement(Rule):
         if wrapper is not None:
             self._check_wrap(node, wrapper)
         elif method not in NEUTRAL and not (isinstance(func, cst.Name) and func.value in READERS):
+            if any(self._placement(arg.value) == PLACED for arg in node.args if isinstance(arg.value, cst.Name)):
+                self._holds_placed.add(id(node))  # noted before handing it on makes its state unknown
             # Any other call may place a module it is given: setup(model, device).
             for arg in node.args:
                 if isinstance(arg.value, cst.Name) and arg.value.value in self._frame.states:
