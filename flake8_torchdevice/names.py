@@ -148,7 +148,8 @@ class NameResolver:
         self._defs[name] = None if name in self._defs else node
 
     def definition(self, name: str) -> Optional[ast.AST]:
-        """The ``ast`` node of the module-level class or function ``name`` (the last one bound)."""
+        """The ``ast`` node of the module-level class or function ``name``; None if the file
+        defines that name more than once (which one runs is not known here)."""
         return self._defs.get(name)
 
     def imports_any(self, packages) -> bool:

@@ -56,10 +56,8 @@ class FileFacts:
             if function is None:
                 continue
             found = self.placed_params.setdefault(name, {})
-            for index, (arg, value) in enumerate(args):
-                param = _param_for(function.params, arg, index)
-                if param is not None and value is not None and value.kind in (PLACED, MOVED):
-                    found.setdefault(param, value.derived(label=param))
+            for param, value in placed_arguments(function.params, args).items():
+                found.setdefault(param, value)
 
     def given_to(self, function: "cst.FunctionDef") -> dict:
         """The placed values module code calls ``function`` with, by parameter (top-level functions only)."""
@@ -79,6 +77,17 @@ class FileFacts:
             if isinstance(member, cst.FunctionDef) and member.name.value in _SETUP_METHODS:
                 return member
         return None
+
+
+def placed_arguments(params: "cst.Parameters", args: list, first: int = 0) -> dict:
+    """{parameter: Value} for each ``(Arg, Value)`` of a call that hands a placed value, by the
+    parameter it binds; ``first`` positional parameters are bound already (a method's ``self``)."""
+    placed: dict = {}
+    for index, (arg, value) in enumerate(args):
+        param = _param_for(params, arg, index + first)
+        if param is not None and value is not None and value.kind in (PLACED, MOVED):
+            placed.setdefault(param, value.derived(label=param))
+    return placed
 
 
 def _param_for(params: "cst.Parameters", arg: "cst.Arg", index: int) -> Optional[str]:

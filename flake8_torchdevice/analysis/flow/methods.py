@@ -17,8 +17,8 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..self_calls import follows_self_calls, self_call_graph
-from .facts import _param_for
-from .values import MOVED, PLACED, Value
+from .facts import placed_arguments
+from .values import PLACED, Value
 
 
 def method_of(cls: "cst.ClassDef", name: str) -> Optional["cst.FunctionDef"]:
@@ -44,14 +44,9 @@ def given_by_siblings(context, node: "cst.FunctionDef", cls: "cst.ClassDef", flo
             partial = True
             continue
         for called, args in flow_of(context, caller).method_calls:
-            if called != name:
-                continue
-            positional = 0
-            for arg, value in args:
-                param = _param_for(node.params, arg, positional + 1)  # ``self`` is the first parameter
-                positional += arg.keyword is None
-                if param is not None and value is not None and value.kind in (PLACED, MOVED):
-                    given.setdefault(param, value.derived(label=param))
+            if called == name:
+                for param, value in placed_arguments(node.params, args, first=1).items():  # after ``self``
+                    given.setdefault(param, value)
     return given, partial
 
 
@@ -65,11 +60,7 @@ def returned_by(context, cls: "cst.ClassDef", name: str, call: "cst.Call", args:
     if _busy(context, method):
         analysis.partial = True  # asked while that method is walked: this walk is not the final one
         return None
-    given = {}
-    for index, (arg, value) in enumerate(zip(call.args, args)):
-        param = _param_for(method.params, arg, index + 1)
-        if param is not None and value is not None and value.kind in (PLACED, MOVED):
-            given[param] = value.derived(label=param)
+    given = placed_arguments(method.params, list(zip(call.args, args)), first=1)
     if not given:
         return None
     cache = context.__dict__.setdefault("_method_returns", {})
