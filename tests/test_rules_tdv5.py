@@ -236,7 +236,11 @@ def test_combinations_are_reported(body):
         "return x + torch.zeros(x.shape, **kw)",
         "return x + torch.zeros(x.shape).to(x)",
         "return x + torch.zeros(x.shape).type_as(x)",
-        "return x + torch.zeros(x.shape).cuda()",
+        "return x + torch.zeros(x.shape).cuda(x.get_device())",
+        "return x + (torch.zeros(x.shape).cuda() if x.is_cuda else torch.zeros(x.shape, device=x.device))",
+        "m = torch.zeros(3)\n    if use_gpu: m = m.cuda()\n    return x + m",
+        "m = torch.zeros(3)\n    if torch.cuda.is_available():\n        m = m.cuda()\n    return x + m",
+        "m = torch.zeros(3)\n    if not torch.cuda.is_available():\n        return x\n    return x + m.cuda(0)",
         "return x[: torch.arange(3).sum().item()]",
         "return x * torch.tensor(2.0) + torch.zeros(())",
         "return torch.where(x > 0, x, torch.tensor(0.0))",
@@ -247,7 +251,42 @@ def test_combinations_are_reported(body):
     ],
 )
 def test_exemptions(body):
-    assert tdv502(f"import torch\ndef f(x, **kw):\n    {body}\n") == []
+    assert tdv502(f"import torch\ndef f(x, use_gpu, **kw):\n    {body}\n") == []
+
+
+FORCED = """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 4)
+
+    def forward(self, x, use_gpu=False):
+        noise = torch.rand(x.shape).cuda()
+        h0 = torch.zeros(1, 2, 4)
+        h0 = h0.cuda(non_blocking=True)
+        out, _ = self.rnn(x + noise, h0)
+        kept = 1.0
+        if use_gpu:
+            kept = torch.ones(4).cuda()
+        return out * kept
+"""
+
+
+def test_a_factory_sent_to_the_current_gpu_is_reported_at_its_cuda_call():
+    # ``.cuda()`` picks the current GPU, not where the caller put the model and ``x``: it
+    # meets ``x`` on two devices on a laptop run or with the model on ``cuda:1``.
+    result = check_source(FORCED, rules=[FactoryWithoutDeviceInForward], strict=True)
+    found = [(v.line, v.col, v.message.split(",")[1].strip()) for v in result.violations]
+    assert found == [
+        (11, 16, "and it meets x (an input)"),
+        (13, 13, "and self.rnn receives it: the layer's weights are on the module's device (the CPU"),
+    ]
+    assert all(v.message.startswith(".cuda() sends a tensor made without device=") for v in result.violations)
+    # TDV502 decides the same shape outside a model's entry point.
+    assert tdv502("import torch\ndef f(x):\n    return x.float() + torch.ones(3).cuda()\n") == [3]
 
 
 def test_numbers_are_not_inputs():

@@ -25,7 +25,7 @@ from .factory_kinds import annotation, decorator_name, impure, is_data_class, it
 from .factory_values import FactoryValues
 from .entry_helpers import entry_helpers
 from .function_inputs import is_data_function
-from .guards import MarkedBlocks, availability_test, branch_blocks, is_no_cuda_test
+from .guards import MarkedBlocks, availability_test, branch_blocks, is_cuda_test, is_no_cuda_test
 from .modules import class_kind
 from .vocabulary import passes_device
 
@@ -40,6 +40,15 @@ class FactoryMeetings(FactoryValues):
     LAYER_MESSAGE = (
         "{factory}() without device= makes a CPU tensor, and {layer} receives it: the layer's "
         "weights are on the module's device; pass device={device}"
+    )
+    # ``torch.ones(n).cuda()``: made without device=, then sent to the current GPU.
+    FORCED_MESSAGE = (
+        ".cuda() sends a tensor made without device= to the current GPU, and it meets {root} (an "
+        "input), which is wherever the caller put it (the CPU, cuda:1); make it with device={root}.device"
+    )
+    FORCED_LAYER_MESSAGE = (
+        ".cuda() sends a tensor made without device= to the current GPU, and {layer} receives it: "
+        "the layer's weights are on the module's device (the CPU, cuda:1); make it with device={device}"
     )
     # False: every function but a model's entry point; True: those alone.
     MODEL_ENTRIES = False
@@ -56,6 +65,10 @@ class FactoryMeetings(FactoryValues):
         # Blocks that run only where CUDA is missing (or the input is not on it): a tensor
         # made there meets nothing on a GPU.
         self._cpu_blocks = MarkedBlocks()
+        # Blocks that run only where the code checked for CUDA or its own GPU switch is on
+        # (``if torch.cuda.is_available():``, ``if self.use_gpu:``): a ``.cuda()`` there follows it.
+        self._gpu_blocks = MarkedBlocks()
+        self._gpu_tests = 0  # conditional expressions open whose test speaks of CUDA
         # Per outermost function: parameters seen used as tensors, and the
         # findings waiting for that evidence (a later line may provide it).
         self._groups: list[_Group] = []
@@ -168,12 +181,22 @@ class FactoryMeetings(FactoryValues):
             self._cpu_blocks.mark(branch_blocks(node.orelse))
         elif is_no_cuda_test(node.test, self.names):
             self._cpu_blocks.mark([id(node.body)])
+            self._gpu_blocks.mark(branch_blocks(node.orelse))
+            return
+        if is_cuda_test(node.test):
+            self._gpu_blocks.mark([id(node.body)])
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cpu_blocks.enter(node)
+        self._gpu_blocks.enter(node)
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cpu_blocks.leave(node)
+        self._gpu_blocks.leave(node)
+
+    # ``if self.use_gpu: t = t.cuda()`` on one line: its body is no IndentedBlock.
+    visit_SimpleStatementSuite = visit_IndentedBlock
+    leave_SimpleStatementSuite = leave_IndentedBlock
 
     def visit_While(self, node: cst.While) -> None:
         self._eval_stmt(node.test)
@@ -235,6 +258,9 @@ class FactoryMeetings(FactoryValues):
                 continue  # maybe a number (rank, scale): precision first
             if passes_device(call):
                 continue
+            if id(call) in group.forced:
+                self.report(call, self.FORCED_MESSAGE.format(root=evident[0]))
+                continue
             # The callee as dotted text: one line, whatever its layout (``torch . ones``).
             factory = dotted_name(call.func) or code_of(call.func)
             self.report(call, self.MESSAGE.format(factory=factory, root=evident[0]))
@@ -243,13 +269,16 @@ class FactoryMeetings(FactoryValues):
         for call, attr in group.layer_findings:
             if passes_device(call):
                 continue
+            if id(call) in group.forced:
+                self.report(call, self.FORCED_LAYER_MESSAGE.format(layer=attr, device=device))
+                continue
             factory = dotted_name(call.func) or code_of(call.func)
             self.report(call, self.LAYER_MESSAGE.format(factory=factory, layer=attr, device=device))
 
 
 class _Group:
     __slots__ = ("owner", "layers_of", "params", "evidence", "cpu_bound", "findings", "layer_findings",
-                 "loop_layers")
+                 "loop_layers", "forced")
 
     def __init__(self, owner: cst.FunctionDef, layers_of: Optional[str]) -> None:
         self.owner = owner
@@ -260,3 +289,4 @@ class _Group:
         self.findings: list = []
         self.layer_findings: list = []  # (factory call, what names the layer)
         self.loop_layers: dict = {}  # loop variable -> the self attribute it iterates
+        self.forced: set = set()  # ids of ``.cuda()`` calls sending a factory's tensor to the current GPU

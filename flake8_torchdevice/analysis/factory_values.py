@@ -37,6 +37,8 @@ from .factory_kinds import (
     tensor_arg,
     union_of_roots,
 )
+from .devices import device_argument
+from .guards import is_cuda_test
 from .flow.places import dtype_only
 from .modules import is_layer_attribute
 from .vocabulary import DATA_FACTORIES, MOVED_OR_CONVERTED, QUALIFIED_FACTORIES, factory_name, maybe_zero_dim
@@ -74,7 +76,11 @@ class FactoryValues:
             return None if isinstance(expr.operator, cst.Not) else kind
         if isinstance(expr, cst.IfExp):
             self._kind(expr.test)
-            body, orelse = self._kind(expr.body), self._kind(expr.orelse)
+            checked = is_cuda_test(expr.test)  # ``t.cuda() if use_gpu else t``: the switch's own move
+            self._gpu_tests += checked
+            body = self._kind(expr.body)
+            self._gpu_tests -= checked
+            orelse = self._kind(expr.orelse)
             return body if body is not None and orelse is not None and body[0] == orelse[0] else None
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             self._comprehension(expr)
@@ -250,6 +256,8 @@ class FactoryValues:
                 self._kind(arg.value)
         if receiver is None and is_self(func.value) and self._groups and self._groups[-1].layers_of:
             self._layer_call(call, method, args)
+        if method == "cuda" and tagged(receiver, "C") and device_argument(call) is None and self._groups:
+            return self._forced(call, receiver)
         if method in SCALAR_METHODS or (method in MOVED_OR_CONVERTED and not tagged(receiver, "T")):
             return None
         if method in ("to", "cuda") and not dtype_only(call, self.names):
@@ -271,6 +279,15 @@ class FactoryValues:
             return ("T", union_of_roots(tensors), False) if tensors else None
         zero = (receiver[2] and method not in GROWS_DIMS) or reduces_all(method, call, positional=len(call.args))
         return ("C", receiver[1], zero)
+
+    def _forced(self, call: cst.Call, receiver):
+        """``torch.ones(n).cuda()``: the current GPU, not where the inputs are (the CPU on a
+        laptop run, ``cuda:1``): it still meets them on two devices, and is reported at the
+        ``.cuda()`` call. Made where CUDA is missing, it fails by itself."""
+        if self._cpu_blocks.inside or self._gpu_blocks.inside or self._gpu_tests:
+            return None  # fails by itself where CUDA is missing; follows the code's own check or switch
+        self._groups[-1].forced.add(id(call))
+        return ("C", call, receiver[2])
 
     def _arg_kinds(self, arg: cst.Arg) -> list:
         """Kinds of an argument, looking into a literal list/tuple (torch.cat([...]))."""

@@ -39,6 +39,13 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     applied where the input's device is known: whoever calls `model(x)` on a GPU has moved
     the model there, and `x` with it. TDV502 (opt-in) decides every other function.
 
+    A factory sent on with a bare `.cuda()` (`torch.zeros(1, n, h).cuda()`, `mask =
+    torch.ones(n); mask = mask.cuda()`) is flagged too, at the `.cuda()`: it goes to the
+    current GPU, not where the caller put the model and its input (the CPU on a laptop run,
+    `cuda:1`), and meets the input there all the same. Not where the code's own check or GPU
+    switch guards the move (`if self.use_gpu: h = h.cuda()`, `if torch.cuda.is_available():`,
+    `t.cuda() if x.is_cuda else t`): that follows the switch that places the model.
+
     ## Why is this bad?
     A factory without `device=` makes a CPU tensor. The model works in every CPU test and
     crashes on its first batch on a GPU: the mask, the positions, the padding or the running
@@ -78,7 +85,8 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`): what is made
       or met there is on the CPU with everything else;
     - calls with `device=`, `out=` or `**kwargs`, `*_like` factories and `Tensor.new_*`,
-      factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda()`) or rebound after a move;
+      factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda(rank)`, a `.cuda()` under a CUDA
+      check or the code's GPU switch) or rebound after a move;
     - 0-dim factories (`torch.tensor(2.0)`) in out-of-place ops, which mix with CUDA
       tensors legally;
     - inputs never used as tensors, typed or defaulted as numbers or strings, or sent
@@ -101,6 +109,13 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     ```
     RuntimeError: Tensor on device meta is not on the expected device cpu!
     RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    The `.cuda()` form, on a machine without CUDA (a CPU-only build; a CUDA build without a GPU
+    says `Found no NVIDIA driver` or `No CUDA GPUs are available`):
+
+    ```
+    AssertionError: Torch not compiled with CUDA enabled
     ```
     """
 
