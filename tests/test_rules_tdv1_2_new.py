@@ -277,6 +277,29 @@ def test_tdv201_a_cpu_saved_file_named_in_steps_is_still_the_same_file():
     assert found(head + '"%s_opt_%s.pth"' + tail, TorchLoadWithoutMapLocation) == [11]
 
 
+@pytest.mark.parametrize("saved, loaded, reported", [
+    ('"{}.pkl".format(epoch)', '"{}.pkl".format(best)', False),
+    ('f"ckpt_{epoch}.pt"', 'f"ckpt_{best}.pt"', False),
+    ('"e%d.pt" % epoch', '"e%d.pt" % best', False),
+    ('os.path.join(out, "{}.pkl".format(epoch))', 'os.path.join(out, "{}.pkl".format(best))', False),
+    ('"{}.pkl".format(epoch)', '"{}.pth".format(best)', True),  # another template
+    ('f"ckpt_{epoch}.pt"', 'f"best_{best}.pt"', True),
+    ('os.path.join(out, "{}.pkl".format(epoch))', 'os.path.join(resume, "{}.pkl".format(best))', True),
+])
+def test_tdv201_a_file_from_the_template_this_run_saved_with_is_a_round_trip(saved, loaded, reported):
+    source = (
+        "import os\nimport torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "out = resume = 'runs'\nmodel = torch.nn.Linear(2, 2).to(device)\n"
+        f"for epoch in range(3):\n    torch.save(model.state_dict(), {saved})\n"
+        f"best = 1\nmodel.load_state_dict(torch.load({loaded}))\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == ([9] if reported else [])
+    # A load before the first save reads a file of another run.
+    early = f"best = 1\nmodel.load_state_dict(torch.load({loaded}))\nfor epoch"
+    before = source.replace("best = 1\n", "").replace("for epoch", early)
+    assert found(before.rsplit("model.load_state_dict", 1)[0], TorchLoadWithoutMapLocation) == [7]
+
+
 @pytest.mark.parametrize("launcher, reported", [
     ("from accelerate import Accelerator\nACC = Accelerator()\n", True),
     ("import accelerate\nACC = accelerate.Accelerator(cpu=False)\n", True),

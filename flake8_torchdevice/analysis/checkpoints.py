@@ -8,7 +8,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..fixes import edit
-from .code import layout_free
+from .code import child_fields, children, layout_free, subtree
 from ..rule import Fix, is_none
 
 
@@ -22,6 +22,49 @@ def file_argument(call: cst.Call, position: int, keyword: str = "f") -> Optional
         ):
             return layout_free(arg.value)
     return None
+
+
+def file_template(call: cst.Call, position: int, keyword: str = "f") -> Optional[tuple]:
+    """The file argument with the variable parts of its name left out, or None where it has
+    none: ``"{}.pkl".format(epoch)`` and ``"{}.pkl".format(best_epoch)``, ``f"ckpt_{step}.pt"``
+    and ``f"ckpt_{best}.pt"``, ``"%d.pt" % i`` name one family of files."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is None and not arg.star and index == position) or (
+            arg.keyword is not None and arg.keyword.value == keyword
+        ):
+            holes = _holes(arg.value)
+            return _key_without(arg.value, holes) if holes else None
+    return None
+
+
+def _holes(expr: cst.BaseExpression) -> set:
+    """Ids of the variable parts of a file name: a template's ``.format`` arguments, an
+    f-string's expressions, the right side of ``"..." % x``."""
+    holes = set()
+    for node in subtree(expr):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format" \
+                and isinstance(node.func.value, (cst.SimpleString, cst.ConcatenatedString)):
+            holes.update(id(arg) for arg in node.args)
+        elif isinstance(node, cst.FormattedStringExpression):
+            holes.add(id(node.expression))
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) \
+                and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            holes.add(id(node.right))
+    return holes
+
+
+def _key_without(expr: cst.BaseExpression, holes: set) -> tuple:
+    """``layout_free`` with each hole's subtree one placeholder."""
+    key, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if id(node) in holes:
+            key.append(("hole", None))
+            continue
+        value = getattr(node, "value", None)
+        key.append((type(node).__name__, value if isinstance(value, str) else None))
+        stack.extend(children(node, child_fields(type(node))))
+    return tuple(key)
 
 
 def has_map_location(call: cst.Call, position: int = 1) -> bool:
@@ -90,13 +133,17 @@ class RoundTrips:
         self._scopes.pop()
 
     def note_save(self, call: cst.Call, position: int) -> None:
-        target = file_argument(call, position)
-        if target:
-            self._saved[-1].add(target)
+        for target in (file_argument(call, position), file_template(call, position)):
+            if target:
+                self._saved[-1].add(target)
 
     def saved_here(self, call: cst.Call) -> bool:
         """Is the file that ``call`` loads (first argument) one saved in this scope,
-        or by the constructor of the object whose method this is?"""
-        target = file_argument(call, 0)
+        or by the constructor of the object whose method this is? A name made from the same
+        template as a saved one (``"{}.pkl".format(best_epoch)`` after saving
+        ``"{}.pkl".format(epoch)``) is one of the files this run wrote."""
         built = self._scopes[-1][1]
-        return target in self._saved[-1] or (built is not None and target in built)
+        for target in (file_argument(call, 0), file_template(call, 0)):
+            if target and (target in self._saved[-1] or (built is not None and target in built)):
+                return True
+        return False

@@ -100,7 +100,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       (`lr_scheduler.load_state_dict(torch.load(f))`: numbers only), and a path that names RNG state (`rng_file`,
       `"rng_state.pth"`: generator states, CUDA's included, are CPU tensors);
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
-      `os.path.join(tmp, "x")`, `cache.as_posix()`): a round trip cannot meet a missing device; so is a
+      `os.path.join(tmp, "x")`, `cache.as_posix()`), or by the same name template with other values in it (one file
+      per epoch, `"{}.pkl".format(epoch)`, then the best, `"{}.pkl".format(best_epoch)`; also f-strings and
+      `"%d.pt" % i`): a round trip cannot meet a missing device; so is a
       file a class's `__init__` writes and one of its methods reads (`torch.save(model.state_dict(),
       "init_params.pt")` in `__init__`, the load in `reset()`): the object exists only once it is written;
     - in a notebook, a file an earlier cell saved (`torch.save`, or a helper whose name says save:
