@@ -36,6 +36,16 @@ def test_a_value_placed_on_one_branch_is_placed_after_it():
     assert codes(source) == [("TDV601", 8)]
 
 
+@pytest.mark.parametrize("call", [
+    "index_select(0, idx)", "gather(0, idx)", "take(idx)", "take_along_dim(idx, 0)",
+    "index_add(0, idx, x)", "scatter(0, idx, 1.0)",
+])
+def test_a_placed_tensor_indexed_by_a_cpu_tensor_through_a_method(call):
+    # x.index_select(0, idx) checks its index's device like torch.index_select(x, 0, idx).
+    source = f"def f():\n    x = torch.ones(4, device='cuda')\n    idx = torch.arange(2)\n    return x.{call}\n"
+    assert codes(source) == [("TDV601", 7)]
+
+
 def test_main_block_bindings_reach_the_functions_it_calls():
     source = (
         "def run():\n    return model(torch.ones(1, 2))\n\n\n"

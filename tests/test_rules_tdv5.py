@@ -222,6 +222,10 @@ def test_registered_placed_and_late_state_are_fine():
         "mask = torch.ones(4, 4).tril()\n    return x.masked_fill(mask == 0, 0)",
         "pos = torch.arange(4)\n    return pos[None, :] < x[:, None]",
         "buf = torch.zeros(4)\n    buf[x.nonzero()] = 1\n    return buf",
+        # The method forms of torch functions that check their operands' devices.
+        "return x.index_select(dim=-1, index=torch.arange(3))",
+        "return x.float().take_along_dim(torch.zeros(1, 1, dtype=torch.long), 1)",
+        "return x.float().isclose(torch.zeros(3))",
     ],
 )
 def test_combinations_are_reported(body):

@@ -50,7 +50,8 @@ COMBINE_METHODS = frozenset(
     """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
     minimum matmul mm bmm dot masked_fill masked_select masked_scatter index_add index_copy
     index_fill index_put scatter scatter_add scatter_reduce gather where logical_and logical_or
-    logical_xor bitwise_and bitwise_or bitwise_xor atan2 lerp outer cross""".split()
+    logical_xor bitwise_and bitwise_or bitwise_xor atan2 lerp outer cross index_select take
+    take_along_dim index_reduce isclose allclose""".split()
 )
 # In-place methods that do not combine devices (copy_ copies across devices).
 NOT_COMBINING_INPLACE = frozenset("copy_ set_ requires_grad_ share_memory_ resize_ resize_as_ fill_ zero_".split())

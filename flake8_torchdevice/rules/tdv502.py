@@ -20,7 +20,8 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
     parameters in an operation that needs one device:
     - arithmetic or comparison with it (`x - centre`, `positions < lengths[:, None]`);
     - an in-place op on either side (`total += batch.sum(0)`, `hist.index_add_(0, idx, w)`);
-    - `index_put_`/`index_add_`/`scatter*_`/`masked_fill(_)`/`gather` and similar methods;
+    - `index_put_`/`index_add_`/`scatter*_`/`masked_fill(_)`/`gather`/`index_select`/`take_along_dim` and similar
+      methods;
     - `torch.cat`/`torch.stack`/`torch.where` and other torch functions taking both;
     - indexing the CPU tensor with input-derived indices in an assignment;
     - in a method of a module, handing it to one of the module's layers with weights

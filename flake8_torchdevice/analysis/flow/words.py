@@ -35,7 +35,8 @@ COMBINE_FUNCS = frozenset(
 COMBINE_METHODS = frozenset(
     """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
     minimum matmul mm bmm dot masked_fill masked_select where logical_and logical_or atan2 lerp
-    outer""".split()
+    outer index_select gather take take_along_dim scatter scatter_add index_add index_copy
+    index_fill masked_scatter isclose allclose""".split()
 )
 # Keep the receiver's device (tensor methods and module methods alike).
 KEEPING_METHODS = frozenset(
