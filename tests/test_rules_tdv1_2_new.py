@@ -300,6 +300,21 @@ def test_tdv201_a_file_from_the_template_this_run_saved_with_is_a_round_trip(sav
     assert found(before.rsplit("model.load_state_dict", 1)[0], TorchLoadWithoutMapLocation) == [7]
 
 
+@pytest.mark.parametrize("miss, reported", [
+    ("corpus = build()\n    torch.save(corpus, fn)", False),  # a cache of data
+    ("corpus = build()\n    torch.save(corpus, other)", True),  # writes another file
+    ("corpus = train(model)\n    torch.save(model.state_dict(), fn)", True),  # weights trained on a miss
+])
+def test_tdv201_a_cache_written_on_a_miss_is_a_round_trip(miss, reported):
+    source = (
+        "import os\nimport torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        f"if os.path.exists(fn):\n    corpus = torch.load(fn)\nelse:\n    {miss}\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == ([5] if reported else [])
+    loaded_into_model = source.replace("corpus = torch.load(fn)", "model.load_state_dict(torch.load(fn))")
+    assert found(loaded_into_model, TorchLoadWithoutMapLocation) == [5]
+
+
 @pytest.mark.parametrize("launcher, reported", [
     ("from accelerate import Accelerator\nACC = Accelerator()\n", True),
     ("import accelerate\nACC = accelerate.Accelerator(cpu=False)\n", True),

@@ -4,6 +4,7 @@ the round-trip exemption and the fix, one home each."""
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from .._lazy import cst
@@ -109,6 +110,8 @@ class RoundTrips:
     "init.pt")`` in ``__init__``, the load in ``reset()``): the object exists
     only after it was written. A subclass defining these hooks calls ``super()``."""
 
+    ROUND_TRIP_SAVES: frozenset = frozenset()  # the rule's save calls (qualified names)
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._saved: list[set[tuple]] = [set()]
@@ -132,6 +135,22 @@ class RoundTrips:
         self._saved.pop()
         self._scopes.pop()
 
+    def visit_If(self, node: cst.If) -> None:
+        """A cache: ``if os.path.exists(p): x = torch.load(p)`` with ``else: ...;
+        torch.save(x, p)`` reads back what this code writes on a miss, on the machine that
+        made it. Its file counts as saved here for the whole ``if``, and after it."""
+        parent = getattr(super(), "visit_If", None)
+        if parent is not None:
+            parent(node)
+        path = _existence_checked(node.test)
+        if path is None:
+            return
+        key = layout_free(path)
+        saves = [part for part in subtree(node) if isinstance(part, cst.Call)
+                 and self.names.qualify(part.func) in self.ROUND_TRIP_SAVES and file_argument(part, 1) == key]
+        if saves and not any(_holds_weights(part) for part in subtree(node)):
+            self._saved[-1].add(key)
+
     def note_save(self, call: cst.Call, position: int) -> None:
         for target in (file_argument(call, position), file_template(call, position)):
             if target:
@@ -147,3 +166,30 @@ class RoundTrips:
             if target and (target in self._saved[-1] or (built is not None and target in built)):
                 return True
         return False
+
+
+# A model's weights: what a cache of data does not hold. A model trained on a miss and saved
+# from the GPU is another run's checkpoint on the next machine.
+_WEIGHTS = re.compile(r"state_dict|model|net|module|encoder|decoder|generator|discriminator", re.I)
+
+
+def _holds_weights(node: cst.CSTNode) -> bool:
+    """``model.load_state_dict(...)``, ``torch.save(net.state_dict(), p)``, ``best_unet``: a
+    name or attribute that speaks of a model's weights."""
+    if isinstance(node, cst.Name):
+        return bool(_WEIGHTS.search(node.value))
+    return isinstance(node, cst.Attribute) and bool(_WEIGHTS.search(node.attr.value))
+
+
+def _existence_checked(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The path an ``if`` test checks exists: ``os.path.exists(p)``, ``osp.isfile(p)``,
+    ``exists(p)``, ``p.exists()``, ``p.is_file()``."""
+    if not isinstance(test, cst.Call):
+        return None
+    func = test.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if last in ("exists", "isfile") and len(test.args) == 1 and test.args[0].keyword is None:
+        return test.args[0].value
+    if isinstance(func, cst.Attribute) and last in ("exists", "is_file") and not test.args:
+        return func.value
+    return None

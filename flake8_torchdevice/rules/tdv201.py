@@ -102,7 +102,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
       `os.path.join(tmp, "x")`, `cache.as_posix()`), or by the same name template with other values in it (one file
       per epoch, `"{}.pkl".format(epoch)`, then the best, `"{}.pkl".format(best_epoch)`; also f-strings and
-      `"%d.pt" % i`): a round trip cannot meet a missing device; so is a
+      `"%d.pt" % i`): a round trip cannot meet a missing device; so is a cache of data this code writes on a miss
+      (`if os.path.isfile(p): x = torch.load(p)` / `else: ...; torch.save(x, p)`, also `p.exists()`), read back on
+      the machine that built it, unless the `if` speaks of a model's weights (`load_state_dict`, `model`, `net`,
+      `state_dict`: a model trained on a miss and saved from the GPU is another run's checkpoint); so is a
       file a class's `__init__` writes and one of its methods reads (`torch.save(model.state_dict(),
       "init_params.pt")` in `__init__`, the load in `reset()`): the object exists only once it is written;
     - in a notebook, a file an earlier cell saved (`torch.save`, or a helper whose name says save:
@@ -134,6 +137,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     """  # noqa: E501 -- quotes torch's error messages verbatim
 
     CODE = "TDV201"
+    ROUND_TRIP_SAVES = TORCH_SAVES
     NAME = "torch-load-without-map-location"
     SUMMARY = "`torch.load` without `map_location`"
     MESSAGE = (
@@ -241,6 +245,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         return any(isinstance(n, cst.Name) and n.value in params for n in subtree(expr))
 
     def visit_If(self, node: cst.If) -> None:
+        super().visit_If(node)
         test = node.test
         if _runs_where_cuda_is(test, self.names):
             self._cuda_bodies.mark([id(node.body)])  # ``if torch.cuda.is_available():``, ``if args.cuda:``

@@ -77,6 +77,7 @@ class OtherLoaderWithoutMapLocation(RoundTrips, Rule):
     """
 
     CODE = "TDV202"
+    ROUND_TRIP_SAVES = SAVES
     NAME = "loader-without-map-location"
     SUMMARY = "`torch.jit.load` / `load_state_dict_from_url` without `map_location`"
     MESSAGE = (
