@@ -63,9 +63,10 @@ def test_the_corpus_file_reads_and_keeps_a_third_aside():
     first = [f for f in fixes if f.split in ("tune", "heldout")]  # batch 2 is held out whole
     held = [f for f in first if f.split == "heldout"]
     assert len(held) == -(-len(first) // 3)
-    assert {f.split for f in fixes} == {"tune", "heldout", "heldout2", "heldout3"}
-    # Batch 3 came from a candidate list fixed before it was read: every row is one of them.
-    listed = (R.HERE / "bugs" / "candidates3.csv").read_text().splitlines()[1:]
-    candidates = {tuple(line.split(",")) for line in listed}
-    batch3 = [f for f in fixes if f.split == "heldout3"]
-    assert batch3 and all((f.repo, f.commit) in candidates for f in batch3)
+    assert {f.split for f in fixes} == {"tune", "heldout", "heldout2", "heldout3", "heldout4"}
+    # Batches 3 and 4 came from candidate lists fixed before they were read: every row is one of them.
+    for split, listing in (("heldout3", "candidates3.csv"), ("heldout4", "candidates4.csv")):
+        listed = [line for line in (R.HERE / "bugs" / listing).read_text().splitlines() if not line.startswith("#")]
+        candidates = {tuple(line.split(",")) for line in listed[1:]}
+        batch = [f for f in fixes if f.split == split]
+        assert batch and all((f.repo, f.commit) in candidates for f in batch)
