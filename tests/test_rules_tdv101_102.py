@@ -307,6 +307,22 @@ def test_a_move_that_is_used_is_not_reported():
     assert found(source) == []
 
 
+@pytest.mark.parametrize("binding, reported", [
+    ("reader.parse(path).view(1, -1)", True),  # only a tensor has view()
+    ("reader.parse(path).unsqueeze(0)", True),
+    ("Variable(to_tensor(image))", True),  # Variable(...) is a tensor, whatever it wraps
+    ("reader.parse(path).contiguous()", False),  # PyG's Data has contiguous() and an in-place .to()
+    ("reader.parse(path)", False),
+    ("model.float()", False),  # a module's float() returns the module
+])
+def test_tdv102_a_value_only_a_tensor_can_be(binding, reported):
+    source = (
+        "import torch\nfrom torch.autograd import Variable\n\n\n"
+        f"def run(reader, path, model, image, device):\n    x = {binding}\n    x.to(device)\n    return x\n"
+    )
+    assert found(source, rules=(DiscardedTensorMove,)) == ([(7, "TDV102")] if reported else [])
+
+
 def test_tdv102_message_names_the_fix():
     assert "x = x.to(device)" in DiscardedTensorMove.MESSAGE
 

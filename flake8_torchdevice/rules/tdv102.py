@@ -43,6 +43,13 @@ _TENSOR_METHODS = frozenset(
     sigmoid tanh softmax log_softmax clamp pin_memory requires_grad_ masked_fill
     index_select gather narrow flip roll argmax argmin""".split()
 )
+# Tensor methods that neither ``nn.Module`` nor a batch container with an in-place ``.to()``
+# (transformers' BatchEncoding, PyG's Data) has: whatever they are called on, a value whose
+# ``.to()``/``.cuda()`` works is a tensor (``parser.parse_audio(p).view(1, 1, n, m)``).
+_TENSOR_ONLY_METHODS = frozenset(
+    """view view_as unsqueeze squeeze permute transpose reshape reshape_as flatten expand expand_as
+    long int bool byte narrow flip roll masked_fill""".split()
+)
 # Loops whose elements are modules, names or numbers, never data tensors.
 _NON_TENSOR_ITERATORS = frozenset("range modules children named_modules named_children keys".split())
 # The keywords Tensor.to accepts: any other one is a custom ``.to()``.
@@ -62,8 +69,12 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
     - it was last assigned from a torch function that returns a tensor (`torch.randn`,
       `torch.tensor`, `torch.zeros`, `torch.from_numpy`, `torch.stack`, `torch.cat`, any
       `torch.nn.functional` function, under any import alias), from a tensor method on a
-      known tensor (`x.float()`, `x.view(...).permute(...)`), from indexing or arithmetic on
-      one, or from unpacking `torch.chunk` / `torch.split` / a tuple of such values;
+      known tensor (`x.float()`, `x.view(...).permute(...)`), from a method that only a tensor
+      has, whatever it is called on (`reader.parse(p).view(1, -1)`: `view`, `unsqueeze`,
+      `squeeze`, `permute`, `transpose`, `reshape`, `flatten`, `expand`, `long`, `int`, ...; not
+      `contiguous`, `clone` or `float`, which batch containers or modules have too), from
+      `Variable(...)`, from indexing or arithmetic on one, or from unpacking `torch.chunk` /
+      `torch.split` / a tuple of such values;
     - it is a loop variable from tuple unpacking over data (`for x, y in loader`,
       `for i, (x, y) in enumerate(loader)`), the value of `.items()` / `named_parameters()`,
       or a single variable over `.parameters()` / `.buffers()`.
@@ -244,7 +255,11 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
             qualified = self.names.qualify(func)
             if qualified is not None:
                 head, _, last = qualified.rpartition(".")
+                if qualified == "torch.autograd.Variable":
+                    return True  # a tensor (a no-op wrapper since torch 0.4), whatever it wraps
                 return (head == "torch" and last in _FACTORIES) or head == "torch.nn.functional"
+            if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_ONLY_METHODS:
+                return True
             if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
                 if self._is_tensor(func.value):
                     return True
