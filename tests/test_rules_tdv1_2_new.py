@@ -12,6 +12,7 @@ from flake8_torchdevice.rules.tdv101 import CudaMixedWithToDevice
 from flake8_torchdevice.rules.tdv103 import ToArgumentsSwapped
 from flake8_torchdevice.rules.tdv104 import CudaGivenNonCudaDevice
 from flake8_torchdevice.rules.tdv105 import CudaOnlyCallWithChosenDevice
+from flake8_torchdevice.rules.tdv106 import InvalidDeviceType
 from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
 from flake8_torchdevice.rules.tdv202 import OtherLoaderWithoutMapLocation
 
@@ -331,3 +332,35 @@ def test_tdv201_a_launcher_of_one_process_per_gpu_is_evidence(launcher, reported
     source = launcher + trainer
     load_line = source.split("\n").index("        return torch.load(path)") + 1
     assert found(source, TorchLoadWithoutMapLocation) == ([load_line] if reported else [])
+
+
+@pytest.mark.parametrize("device, fixed", [
+    ('"gpu"', '"cuda"'),
+    ("'GPU:1'", "'cuda:1'"),
+    ('"Cuda"', '"cuda"'),
+    ('"cuda0"', '"cuda:0"'),
+    ('"cpu1"', '"cpu:1"'),
+    ('"XPU:0"', '"xpu:0"'),
+    ('"gpu:%d" % rank', None),  # templates are reported without a fix
+    ('f"GPU:{rank}"', None),
+])
+def test_tdv106_reports_and_fixes_device_strings_torch_cannot_parse(device, fixed):
+    source = f"import torch\nrank = 0\nx = torch.ones(2).to({device})\n"
+    assert found(source, InvalidDeviceType) == [3]
+    expected = source.replace(device, fixed) if fixed else source
+    assert fix_source(source) == expected
+
+
+@pytest.mark.parametrize("device", [
+    '"cuda:0"', '"cpu"', '"meta"', '"npu:0"', '"musa"', 'f"{kind}:{rank}"', '"%s:0" % kind', "args.device",
+    # torch rejects these too, but no word of the source gives them away cheaply (the rule's page)
+    '"cuda:x"', 'f"cuda{rank}"', '"cUDA"',
+])
+def test_tdv106_leaves_parsable_and_unknowable_devices(device):
+    source = f"import torch\nkind, rank = 'cpu', 0\nx = torch.zeros(2, device={device})\ny = torch.device({device})\n"
+    assert found(source, InvalidDeviceType) == []
+
+
+def test_tdv106_reads_only_device_positions():
+    source = 'import torch\nlabel = "GPU"\nopts = {"device": "gpu"}\nprint("cuda0")\nx = torch.ones(2).sum("gpu")\n'
+    assert found(source, InvalidDeviceType) == []

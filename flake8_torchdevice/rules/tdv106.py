@@ -1,0 +1,158 @@
+"""TDV106: a device string torch cannot parse (``"gpu:0"``, ``"CUDA"``, ``"cuda0"``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .._lazy import cst
+from ..analysis.code import argument, string_value, subtree
+from ..rule import Fix, Rule
+
+# The device types of torch's parser (torch 2.13's message lists them), lower case.
+_TYPES = frozenset(
+    "cpu cuda ipu xpu mkldnn opengl opencl ideep hip ve fpga maia xla lazy vulkan mps meta hpu mtia "
+    "privateuseone".split()
+)
+# Where a backend renames ``privateuseone`` (torch_npu's "npu", ...) any lower-case word may be
+# a type; what is reported never is: a GPU by its generic name, a common type in capitals, a
+# common type glued to its index. Each is a word the selection can look for (NEEDS).
+_COMMON = ("cuda", "cpu", "xpu", "mps", "hpu", "meta", "xla", "ipu")
+_CAPITALISED = frozenset(spelling for kind in _COMMON for spelling in (kind.upper(), kind.capitalize()))
+_GLUED = re.compile(r"(cuda|cpu|xpu|mps|hpu)(\d+)")
+_GLUED_WORDS = frozenset(f"*{kind}{digit}" for kind in ("cuda", "cpu", "xpu", "mps", "hpu") for digit in range(10))
+
+
+class InvalidDeviceType(Rule):
+    r"""## What it does
+    Flags a string that names a device torch cannot parse, where torch reads it as a device:
+    the first argument (or `type=`) of `torch.device(...)`, the first argument (or
+    `device=`) of `.to(...)`, and the `device=` keyword of any `torch` function
+    (`torch.zeros(3, device="GPU")`). The device type is the part before `:`; it is reported
+    when it is
+    - `gpu` in any case (`"gpu"`, `"gpu:0"`, `"GPU"`): torch calls NVIDIA and AMD GPUs `cuda`;
+    - a common type in capitals (`"CUDA"`, `"Cuda"`, `"CPU"`, `"Cpu"`, `"MPS"`, `"XPU"`, ...);
+    - a common type glued to its index (`"cuda0"`, `"cpu1"`).
+
+    The leading text of a template counts when it holds the type: `"gpu:%d" % rank`,
+    `"gpu:{}".format(rank)`, `f"gpu:{rank}"`.
+
+    ## Why is this bad?
+    The string is parsed when the line runs, on every machine. Code that picks the GPU only
+    when one is there (`if torch.cuda.is_available(): device = torch.device("gpu:0")`) passes
+    every CPU test and CI run, and fails the first time it runs on a GPU machine.
+
+    ## Example
+    ```python
+    if gpu >= 0 and torch.cuda.is_available():
+        device = torch.device("gpu:%d" % gpu)
+    ```
+
+    ## Use instead
+    ```python
+    if gpu >= 0 and torch.cuda.is_available():
+        device = torch.device("cuda:%d" % gpu)
+    ```
+
+    ## Fix safety
+    Safe, for a plain string literal: `"gpu"` becomes `"cuda"`, `"CUDA"` becomes `"cuda"`,
+    `"cuda0"` becomes `"cuda:0"`. The call always raised, so no working behaviour changes.
+    Templates (f-strings, `%`, `.format`) get no fix.
+
+    ## When it does not report
+    - a lower-case word torch does not know (`"npu"`, `"musa"`): a backend may register it
+      under that name (`torch.utils.rename_privateuse1_backend`);
+    - other misspellings torch also rejects, which no word of the source gives away cheaply: an
+      index that is not a number (`"cuda:x"`), a template glued to its index (`f"cuda{rank}"`),
+      mixed case (`"cUDA"`);
+    - strings that are not read as a device (`args.device = "gpu"`, an option of the
+      program's own, `"GPU"` as a label), and names or attributes that hold a string;
+    - a template whose type is itself a placeholder (`f"{kind}:{rank}"`).
+
+    ## The error torch raises
+    On every machine:
+
+    ```
+    RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: gpu
+    ```
+
+    For a type glued to its index: `RuntimeError: Invalid device string: 'cuda0'`.
+    """  # noqa: E501 -- quotes torch's error message verbatim
+
+    CODE = "TDV106"
+    NAME = "invalid-device-type"
+    SUMMARY = 'a device string torch cannot parse (`"gpu:0"`, `"CUDA"`, `"cuda0"`)'
+    MESSAGE = "{text!r} is no torch device: {why}; torch raises when this line runs, on every machine"
+    FIX = "safe"
+    # Every finding is a string holding one of these words, in a device position (``device``,
+    # ``.to(``) of the same function or statement.
+    NEEDS = [{"*gpu"} | _CAPITALISED | _GLUED_WORDS, {"device", ".to("}]
+    TOGETHER = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.names.qualify(func) or ""
+        if qualified == "torch.device":
+            self._check(argument(node, 0, "type"))
+        elif isinstance(func, cst.Attribute) and func.attr.value == "to":
+            self._check(argument(node, 0, "device"))
+        elif qualified.startswith("torch."):
+            self._check(argument(node, None, "device"))
+
+    def _check(self, arg: Optional[cst.Arg]) -> None:
+        if arg is None:
+            return
+        literal = _leading_text(arg.value)
+        if literal is None:
+            return
+        text, whole = literal
+        why, fixed = _diagnose(text, whole)
+        if why is None:
+            return
+        fix = None
+        if whole and fixed is not None and isinstance(arg.value, cst.SimpleString):
+            new = f"{arg.value.prefix}{arg.value.quote}{fixed}{arg.value.quote}"
+            fix = Fix(lambda node: node.with_changes(value=new) if isinstance(node, cst.SimpleString) else node)
+        shown = text if whole else text + "..."  # the literal start of a template
+        self.report(arg.value, self.MESSAGE.format(text=shown, why=why), fix=fix)
+
+
+def _leading_text(expr: cst.BaseExpression) -> Optional[tuple[str, bool]]:
+    """The literal text a device expression starts with, and whether that is all of it:
+    ``"gpu:0"`` -> ("gpu:0", True); ``"gpu:%d" % n``, ``"gpu:{}".format(n)``,
+    ``f"gpu:{n}"`` -> ("gpu:", False)."""
+    text = _literal(expr)
+    if text is not None:
+        return text, True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        text = _literal(expr.left)
+        return (text.split("%", 1)[0], False) if text is not None else None
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        text = _literal(expr.func.value)
+        return (text.split("{", 1)[0], False) if text is not None else None
+    if isinstance(expr, cst.FormattedString) and expr.parts and isinstance(expr.parts[0], cst.FormattedStringText):
+        return expr.parts[0].value, len(expr.parts) == 1
+    return None
+
+
+def _literal(expr: cst.BaseExpression) -> Optional[str]:
+    """The text of a plain string or of joined plain strings (``"gp" "u:0"``)."""
+    if isinstance(expr, cst.SimpleString):
+        return string_value(expr)
+    if isinstance(expr, cst.ConcatenatedString) and not any(isinstance(n, cst.FormattedString) for n in subtree(expr)):
+        return string_value(expr)
+    return None
+
+
+def _diagnose(text: str, whole: bool) -> tuple[Optional[str], Optional[str]]:
+    """Why ``text`` (the whole device string, or the literal start of a template) cannot be a
+    device, and the string that was meant; (None, None) when it may be one."""
+    kind, colon, index = text.partition(":")
+    if kind.lower() == "gpu":
+        return 'torch calls a GPU "cuda"', "cuda" + colon + index
+    if kind in _CAPITALISED:
+        return f'device types are lower case ("{kind.lower()}")', kind.lower() + colon + index
+    glued = _GLUED.fullmatch(kind)
+    if glued and not colon and whole:
+        return f'the type and its index need a colon ("{glued[1]}:{glued[2]}")', f"{glued[1]}:{glued[2]}"
+    return None, None
