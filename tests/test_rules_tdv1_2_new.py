@@ -336,9 +336,9 @@ def test_tdv201_a_launcher_of_one_process_per_gpu_is_evidence(launcher, reported
 
 @pytest.mark.parametrize("device, fixed", [
     ('"gpu"', '"cuda"'),
-    ("'GPU:1'", "'cuda:1'"),
+    ("'GPU:1'", None),  # "cuda:1" would hard-code an ordinal (TDV401): the author's call
     ('"Cuda"', '"cuda"'),
-    ('"cuda0"', '"cuda:0"'),
+    ('"cuda0"', None),
     ('"cpu1"', '"cpu:1"'),
     ('"XPU:0"', '"xpu:0"'),
     ('"gpu:%d" % rank', None),  # templates are reported without a fix

@@ -56,8 +56,10 @@ class InvalidDeviceType(Rule):
 
     ## Fix safety
     Safe, for a plain string literal: `"gpu"` becomes `"cuda"`, `"CUDA"` becomes `"cuda"`,
-    `"cuda0"` becomes `"cuda:0"`. The call always raised, so no working behaviour changes.
-    Templates (f-strings, `%`, `.format`) get no fix.
+    `"Cpu"` becomes `"cpu"`, `"cpu1"` becomes `"cpu:1"`. The call always raised, so no working
+    behaviour changes. Templates (f-strings, `%`, `.format`) get no fix, nor does a string whose
+    meaning names a CUDA index (`"gpu:1"`, `"cuda0"`): the ordinal it would hard-code is the
+    author's choice (TDV401, TDV402).
 
     ## When it does not report
     - a lower-case word torch does not know (`"npu"`, `"musa"`): a backend may register it
@@ -110,7 +112,8 @@ class InvalidDeviceType(Rule):
         if why is None:
             return
         fix = None
-        if whole and fixed is not None and isinstance(arg.value, cst.SimpleString):
+        # A CUDA index in the meant string is a hard-coded ordinal (TDV401/TDV402): the author's call.
+        if whole and fixed is not None and isinstance(arg.value, cst.SimpleString) and not fixed.startswith("cuda:"):
             new = f"{arg.value.prefix}{arg.value.quote}{fixed}{arg.value.quote}"
             fix = Fix(lambda node: node.with_changes(value=new) if isinstance(node, cst.SimpleString) else node)
         shown = text if whole else text + "..."  # the literal start of a template
