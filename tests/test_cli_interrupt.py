@@ -88,7 +88,8 @@ def _gone(pid: int) -> bool:
 
 def _start(tree, jobs: int):
     return subprocess.Popen(
-        [*SCRIPT, f"-j{jobs}", "."], cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        # --no-cache: every run parses; none may skip the files an earlier run of the module stored
+        [*SCRIPT, f"-j{jobs}", "--no-cache", "."], cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
 

@@ -64,8 +64,9 @@ def test_the_corpus_file_reads_and_keeps_a_third_aside():
     held = [f for f in first if f.split == "heldout"]
     assert len(held) == -(-len(first) // 3)
     assert {f.split for f in fixes} == {"tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"}
-    # Batches 3 and 4 came from candidate lists fixed before they were read: every row is one of them.
-    for split, listing in (("heldout3", "candidates3.csv"), ("heldout4", "candidates4.csv"), ("heldout5", "candidates5.csv")):
+    # Batches 3, 4 and 5 came from candidate lists fixed before they were read: every row is one of them.
+    listings = (("heldout3", "candidates3.csv"), ("heldout4", "candidates4.csv"), ("heldout5", "candidates5.csv"))
+    for split, listing in listings:
         listed = [line for line in (R.HERE / "bugs" / listing).read_text().splitlines() if not line.startswith("#")]
         candidates = {tuple(line.split(",")) for line in listed[1:]}
         batch = [f for f in fixes if f.split == split]

@@ -61,6 +61,12 @@ def _is_positive_cuda_comparison(node: cst.Comparison) -> bool:
     return positive and any(_is_cuda_string(n) for o in operands for n in subtree(o))
 
 
+def is_cuda_comparison(test: cst.BaseExpression) -> bool:
+    """``device == "cuda"``, ``args.device.type == "cuda"``, ``"cuda" in device``: the test itself
+    compares with a CUDA device string, so its body runs where the chosen device is CUDA."""
+    return isinstance(test, cst.Comparison) and _is_positive_cuda_comparison(test)
+
+
 def _is_negated_cpu_flag(node: cst.CSTNode) -> bool:
     """``not args.cpu``, ``not use_cpu``: a flag that says CPU, negated."""
     if not (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)):

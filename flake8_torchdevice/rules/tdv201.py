@@ -14,6 +14,7 @@ from ..analysis.guards import (
     MarkedBlocks,
     availability_test,
     branch_blocks,
+    is_cuda_comparison,
     is_cuda_flag,
     is_cuda_test,
     is_no_cuda_test,
@@ -28,9 +29,9 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 84% (122 of 146 findings true or
-    latent over the held-out batches v2-v13; 36 of 37 in v12 and 16 of 18 in v13, each read after
-    its rules were final; docs/precision.md).
+    r"""**On by default.** Precision on held-out user code: 83% (132 of 159 findings true or
+    latent over the held-out batches v2-v15; at their first reads 36 of 37 in v12, 16 of 18 in v13,
+    8 of 9 in v14, 2 of 9 in v15; docs/precision.md).
     Most false ones load files that other code saved on the CPU (released weights, package
     data, a framework's own CPU save): the safe fix, `map_location="cpu"`, costs nothing
     there.
@@ -87,7 +88,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
-    - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`): it runs where CUDA is
+    - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`): it runs where CUDA is
       (its `else` loads with `map_location`, as a rule);
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights): GPU
       code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
@@ -360,11 +361,13 @@ _NUMBERS_ONLY = re.compile(r"sched|scaler", re.I)
 def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
     """Does the body of ``if <test>:`` run only where CUDA is? An availability check
     (``torch.cuda.is_available()``, ``args.gpu is not None``), a CUDA flag alone
-    (``args.cuda``, ``use_gpu``) or above zero (``args.cuda > 0``); not ``args.gpu is None``
-    (the branch without a chosen GPU, the CPU's among others) nor a negation."""
+    (``args.cuda``, ``use_gpu``) or above zero (``args.cuda > 0``), the chosen device compared with a
+    CUDA string (``device == "cuda"``: where it is not CUDA, the code's own switch takes the other
+    branch); not ``args.gpu is None`` (the branch without a chosen GPU, the CPU's among others) nor a
+    negation."""
     if is_no_cuda_test(test, names):
         return False
-    if availability_test(test, names):
+    if availability_test(test, names) or is_cuda_comparison(test):
         return True
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
