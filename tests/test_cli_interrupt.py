@@ -90,8 +90,17 @@ def _start(tree, jobs: int):
     return subprocess.Popen(
         # --no-cache: every run parses; none may skip the files an earlier run of the module stored
         [*SCRIPT, f"-j{jobs}", "--no-cache", "."], cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"}, preexec_fn=_as_from_a_terminal,
     )
+
+
+def _as_from_a_terminal() -> None:
+    """A command typed in a terminal starts with SIGINT at its default and unblocked. A child
+    inherits both from the test process, which a shell without job control started in the
+    background (``pytest &``) with SIGINT ignored: Python then keeps ignoring it, and the Ctrl-C
+    under test is lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 MOMENTS = {
@@ -142,7 +151,9 @@ def test_ctrl_c_while_the_program_is_loading(tree):
         "from flake8_torchdevice.cli import main\n"
         "sys.exit(main(['.']))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tree, capture_output=True, timeout=60, preexec_fn=_as_from_a_terminal
+    )
     assert (done.returncode, done.stderr.decode().splitlines()) == (130, ["torchdevice: interrupted"])
 
 
