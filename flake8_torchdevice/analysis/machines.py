@@ -11,7 +11,8 @@ or Lightning's ``Fabric``, which also runs on the CPU where there is no GPU), wh
 would load onto the GPU that saved the file; or a requirement of CUDA (``assert torch.cuda.is_available()``),
 which rules the CPU path out.
 
-``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk;
+``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk (a rule
+that defines ``visit_If`` / ``visit_IfExp`` itself must call ``super()``);
 read it in ``leave_Module``. Every node it notes holds one of ``READS`` (a rule using
 it adds them to its own), so the engine's selection keeps them parsed.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 from .._lazy import cst
 from .code import string_value
 from .devices import device_argument, is_module_receiver
+from .guards import is_cuda_test
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 _RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
@@ -99,11 +101,23 @@ class MachineEvidence:
     def leave_Assert(self, node: cst.Assert) -> None:
         self._asserts -= 1
 
-    def note_cuda_branch(self) -> None:
-        """Call for each ``if`` / conditional expression whose test ``guards.is_cuda_test``
-        accepts (``if opt.cuda:``, ``if torch.cuda.is_available():``): the code also runs
-        with it off, on the CPU. Not under ``assert``: that requires CUDA."""
-        if not self._asserts:
+    def visit_If(self, node: cst.If) -> None:
+        parent = getattr(super(), "visit_If", None)
+        if parent is not None:
+            parent(node)
+        self._note_branch(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        parent = getattr(super(), "visit_IfExp", None)
+        if parent is not None:
+            parent(node)
+        self._note_branch(node.test)
+
+    def _note_branch(self, test: cst.BaseExpression) -> None:
+        """An ``if`` / conditional expression whose test ``guards.is_cuda_test`` accepts
+        (``if opt.cuda:``, ``if torch.cuda.is_available():``): the code also runs with it off,
+        on the CPU. Not under ``assert``: that requires CUDA."""
+        if not self._asserts and is_cuda_test(test):
             self.has_cpu_path = True
 
     def note_machine_call(self, call: cst.Call) -> None:

@@ -258,13 +258,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._cuda_tests -= is_cuda_test(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
+        super().visit_IfExp(node)  # MachineEvidence's
         self._enter_test(node.test)
 
     def _enter_test(self, test: cst.BaseExpression) -> None:
-        """A branch on CUDA: code under it is guarded, and the module runs without CUDA too."""
-        if is_cuda_test(test):
-            self._cuda_tests += 1
-            self.note_cuda_branch()
+        """A branch on CUDA: code under it is guarded (the mixin notes the CPU path it implies)."""
+        self._cuda_tests += is_cuda_test(test)
 
     def leave_IfExp(self, node: cst.IfExp) -> None:
         self._cuda_tests -= is_cuda_test(node.test)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from ..analysis import machines
-from ..analysis.guards import CudaGuards, is_cuda_test
+from ..analysis.guards import CudaGuards
 from ..analysis.machines import MachineEvidence
 from ..rule import STATEMENT, Rule
 
@@ -85,16 +85,6 @@ class FunctionalDataParallelOnCpuPath(MachineEvidence, CudaGuards, Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._calls: list[tuple[cst.Call, object]] = []
-
-    def visit_If(self, node: cst.If) -> None:
-        super().visit_If(node)
-        if is_cuda_test(node.test):
-            self.note_cuda_branch()
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        super().visit_IfExp(node)
-        if is_cuda_test(node.test):
-            self.note_cuda_branch()
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_machine_call(node)

@@ -99,6 +99,7 @@ class WrapperAttributeOnCpuPath(CudaGuards, Rule):
         super().__init__(context)
         self._scopes: list[dict] = [self._new_scope()]  # module, then each class / function
         self._asking = 0  # open regions that ask whether a value is wrapped
+        self._asks: list[bool] = []  # per open if / conditional expression: does its test ask?
 
     @staticmethod
     def _new_scope() -> dict:
@@ -132,20 +133,27 @@ class WrapperAttributeOnCpuPath(CudaGuards, Rule):
         super().leave_Module(node)
 
     # -- regions that ask about the wrapper -----------------------------------
+    def _enter_test(self, test: cst.BaseExpression) -> None:
+        self._asks.append(_asks_about_wrapper(test))
+        self._asking += self._asks[-1]
+
+    def _leave_test(self) -> None:
+        self._asking -= self._asks.pop()
+
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
-        self._asking += _asks_about_wrapper(node.test)
+        self._enter_test(node.test)
 
     def leave_If(self, node: cst.If) -> None:
-        self._asking -= _asks_about_wrapper(node.test)
+        self._leave_test()
         super().leave_If(node)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         super().visit_IfExp(node)
-        self._asking += _asks_about_wrapper(node.test)
+        self._enter_test(node.test)
 
     def leave_IfExp(self, node: cst.IfExp) -> None:
-        self._asking -= _asks_about_wrapper(node.test)
+        self._leave_test()
         super().leave_IfExp(node)
 
     def visit_Try(self, node: cst.Try) -> None:
