@@ -63,6 +63,13 @@ def _expected_for(code: str) -> dict:
     return {case.id: {line for line, c in case.expected if c == code} for case in CASES}
 
 
+def _cases_of(code: str) -> list:
+    """The fixtures a code is about: its directory (hard negatives included)
+    and any other that expects it. That every other fixture gets none of its
+    findings, alone or not, is ``test_selection``'s and ``reported``'s part."""
+    return [case for case in CASES if case.path.parent.name == code or any(c == code for _, c in case.expected)]
+
+
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.CODE)
 def test_each_code_selected_alone_through_the_plugin_finds_its_lines(rule):
     """The plugin under ``--select=CODE`` runs that rule alone (flake8 shows
@@ -74,7 +81,7 @@ def test_each_code_selected_alone_through_the_plugin_finds_its_lines(rule):
     TorchDeviceChecker.parse_options(argparse.Namespace(select=[rule.CODE], extend_select=None))
     try:
         assert [r.CODE for r in TorchDeviceChecker._rules] == [rule.CODE]
-        for case in CASES:
+        for case in _cases_of(rule.CODE):
             lines = case.path.read_text(encoding="utf-8").splitlines(keepends=True)
             checker = TorchDeviceChecker(ast.parse("".join(lines)), lines, str(case.path))
             found = {line for line, _, text, _ in checker.run() if text.startswith(rule.CODE)}
@@ -97,7 +104,8 @@ def test_one_code_alone_through_real_flake8_equals_its_share_of_all_codes(report
 def test_each_code_selected_alone_through_the_cli_finds_its_lines(rule, tmp_path):
     from cli_support import run_cli
 
-    result = run_cli("--isolated", "--select", rule.CODE, "-j", "1", "--format", "json", str(FIXTURES), cwd=tmp_path)
+    paths = [str(case.path) for case in _cases_of(rule.CODE)]
+    result = run_cli("--isolated", "--select", rule.CODE, "-j", "1", "--format", "json", *paths, cwd=tmp_path)
     assert result.code in (0, 1), result.err
     found: dict = defaultdict(set)
     for item in json.loads(result.out):

@@ -27,6 +27,7 @@ def _parsed(cache: ParseCache, source: str) -> cst.Module:
     return cache.parse("\n".join(lines), [statement_start(stmt) - 1 for stmt in tree.body])
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_every_fixture_joins_to_its_text_and_checks_alike(case):
     source = case.path.read_text(encoding="utf-8")

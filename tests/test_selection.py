@@ -31,9 +31,9 @@ def findings(source: str, rules=ALL_RULES, full: bool = False) -> list[tuple]:
     return [(v.line, v.col, v.code) for v in result.violations] if result.error is None else [("error",)]
 
 
-def differences(source: str) -> list[str]:
-    """Every way the selective run differs from the whole-file run, per rule
-    alone and for all rules together; empty when none.
+def differences(source: str, alone=ALL_RULES) -> list[str]:
+    """Every way the selective run differs from the whole-file run, for all
+    rules together and for each rule of ``alone`` run alone; empty when none.
 
     A file that Python rejects is an error for every run. One whose
     whole-file parse only LibCST fails (``(x): int = 1``, 1000 nested
@@ -46,11 +46,11 @@ def differences(source: str) -> list[str]:
     together = findings(source)
     if together != whole:
         found.append(f"all rules: {together} != whole file {whole}")
-    for rule in ALL_RULES:
-        alone = findings(source, [rule])
+    for rule in alone:
+        alone_found = findings(source, [rule])
         share = [f for f in whole if f[-1] == rule.CODE or f == ("error",)]
-        if alone != share:
-            found.append(f"{rule.CODE} alone: {alone} != its share of the whole-file run {share}")
+        if alone_found != share:
+            found.append(f"{rule.CODE} alone: {alone_found} != its share of the whole-file run {share}")
     return found
 
 
@@ -62,32 +62,56 @@ def _python_reads(source: str) -> bool:
     return True
 
 
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_every_rule_alone_equals_the_whole_file_run_on_fixtures(case):
     assert differences(case.path.read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_respellings_change_no_verdict(case):
+def _fully_checked(index: int, forms: list) -> int:
+    """Which re-spelling of the ``index``-th fixture has every rule run alone:
+    each fixture one, in turn, so every form gets it on many fixtures (a
+    test below says so) at a fifth of the cost of all forms on all."""
+    return index % len(forms)
+
+
+def _concerned(case, whole: list[tuple]) -> list:
+    """The rules a fixture is about: its directory's and those it reports."""
+    codes = {case.path.parent.name} | {f[-1] for f in whole}
+    return [rule for rule in ALL_RULES if rule.CODE in codes]
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.id for c in CASES])
+def test_respellings_change_no_verdict(index):
     """Layout is not meaning: each re-spelling (same ``ast``) has the same
     findings per code as the fixture, and its own selective run equals its
-    whole-file run."""
+    whole-file run, for all rules together and for the fixture's rules alone;
+    one re-spelling in turn is checked with every rule alone."""
+    case = CASES[index]
     source = case.path.read_text(encoding="utf-8")
     base = Counter(code for *_, code in findings(source))
-    tried = 0
-    for name, text in respellings(source):
-        tried += 1
+    forms = list(respellings(source))
+    assert len(forms) >= 2, "too few re-spellings apply: the fuzzer no longer exercises this fixture"
+    concerned = _concerned(case, findings(source, full=True))
+    for number, (name, text) in enumerate(forms):
         assert Counter(code for *_, code in findings(text)) == base, name
-        assert differences(text) == [], name
-    assert tried >= 2, "too few re-spellings apply: the fuzzer no longer exercises this fixture"
+        alone = ALL_RULES if number == _fully_checked(index, forms) else concerned
+        assert differences(text, alone) == [], name
 
 
 def test_respellings_cover_every_form_they_promise():
-    """Each re-spelling applies to some fixture: none is silently dead."""
-    used = Counter(name for case in CASES for name, _ in respellings(case.path.read_text(encoding="utf-8")))
+    """Each re-spelling applies to some fixture, and has every rule run alone
+    on at least ten: none is silently dead or only lightly checked."""
+    used, fully = Counter(), Counter()
+    for index, case in enumerate(CASES):
+        forms = list(respellings(case.path.read_text(encoding="utf-8")))
+        used.update(name for name, _ in forms)
+        fully[forms[_fully_checked(index, forms)][0]] += 1
     from respell import RESPELLINGS
 
     assert set(used) == set(RESPELLINGS), used
+    assert set(fully) == set(RESPELLINGS) and min(fully.values()) >= 10, fully
 
 
 def test_hostile_inputs_give_the_same_findings_either_way():
