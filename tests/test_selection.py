@@ -11,6 +11,7 @@ over every fixture, every hostile input, re-spellings of every fixture
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 from pathlib import Path
 
@@ -27,8 +28,13 @@ CASES = all_cases()
 
 
 def findings(source: str, rules=ALL_RULES, full: bool = False) -> list[tuple]:
-    result = check_source(source, rules=rules, full=full, strict=True)
-    return [(v.line, v.col, v.code) for v in result.violations] if result.error is None else [("error",)]
+    return list(_findings(source, tuple(rules), full))
+
+
+@functools.lru_cache(maxsize=64)  # a re-spelling's all-rules run is asked for twice
+def _findings(source: str, rules: tuple, full: bool) -> tuple:
+    result = check_source(source, rules=list(rules), full=full, strict=True)
+    return tuple((v.line, v.col, v.code) for v in result.violations) if result.error is None else (("error",),)
 
 
 def differences(source: str, alone=ALL_RULES) -> list[str]:
