@@ -91,6 +91,15 @@ def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
 
 
+def cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``, ``torch.device(type="cpu")``: the CPU, literally."""
+    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
+        arg = argument(expr, 0, "type")
+        return arg is not None and cpu_literal(arg.value, names)
+    text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return text is not None and (text == "cpu" or text.startswith("cpu:"))
+
+
 # Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.
 _MODULE_NAME = re.compile(r"model|net|module|encoder|decoder|generator|discriminator|backbone|classifier|critic", re.I)
 # Holders of a configured device: ``args.device``, ``self.device``, ``accelerator.device``.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from ..analysis.code import argument
-from ..analysis.machines import is_cpu_string
+from ..analysis.devices import cpu_literal
 from ..rule import Rule
 
 # The legacy constructors build CPU tensors only; ``torch.cuda.FloatTensor`` and friends are
@@ -16,12 +16,8 @@ _CALLS = frozenset(f"{kind}Tensor(" for kind in _KINDS)
 
 
 def _names_the_cpu(value: cst.BaseExpression, names) -> bool:
-    """``"cpu"``, ``torch.device("cpu")``, ``None``: where the constructor works."""
-    if is_cpu_string(value) or (isinstance(value, cst.Name) and value.value == "None"):
-        return True
-    if isinstance(value, cst.Call) and names.qualify(value.func) == "torch.device" and value.args:
-        return is_cpu_string(value.args[0].value)
-    return False
+    """``"cpu"``, ``torch.device("cpu")`` (or ``type="cpu"``), ``None``: where the constructor works."""
+    return cpu_literal(value, names) or (isinstance(value, cst.Name) and value.value == "None")
 
 
 class LegacyConstructorGivenDevice(Rule):
