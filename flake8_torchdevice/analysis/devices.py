@@ -91,13 +91,18 @@ def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
 
 
+def is_cpu_string(node: cst.CSTNode) -> bool:
+    """``"cpu"`` or ``"cpu:0"``: a device string naming the CPU."""
+    value = string_value(node)
+    return value is not None and (value == "cpu" or value.startswith("cpu:"))
+
+
 def cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
-    """``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``, ``torch.device(type="cpu")``: the CPU, literally."""
+    """A CPU string, ``torch.device("cpu")`` or ``torch.device(type="cpu")``: the CPU, literally."""
     if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
         arg = argument(expr, 0, "type")
         return arg is not None and cpu_literal(arg.value, names)
-    text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
-    return text is not None and (text == "cpu" or text.startswith("cpu:"))
+    return is_cpu_string(expr)
 
 
 # Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from .code import string_value
-from .devices import device_argument, is_module_receiver
+from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_test
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
@@ -40,12 +40,6 @@ READS = frozenset(
     {"cpu", "is_available", "DistributedDataParallel", "set_device", "*cuda", "*gpu", "Accelerator", "Fabric"}
     | _CPU_FLAGS | _RANK_WORDS
 )
-
-
-def is_cpu_string(node: cst.CSTNode) -> bool:
-    """``"cpu"`` or ``"cpu:0"``: a device string naming the CPU."""
-    value = string_value(node)
-    return value is not None and (value == "cpu" or value.startswith("cpu:"))
 
 
 class MachineEvidence:
