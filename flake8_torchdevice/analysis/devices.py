@@ -105,6 +105,18 @@ def cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return is_cpu_string(expr)
 
 
+def cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``"cuda"``, ``"cuda:1"``, ``torch.device("cuda", 0)``, ``torch.device(type="cuda")``: CUDA, literally."""
+    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
+        arg = argument(expr, 0, "type")
+        return arg is not None and cuda_literal(arg.value, names)
+    value = string_value(expr)
+    return value is not None and bool(_CUDA_STRING.match(value))
+
+
+_CUDA_STRING = re.compile(r"cuda(?::\d+)?$")
+
+
 # Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.
 _MODULE_NAME = re.compile(r"model|net|module|encoder|decoder|generator|discriminator|backbone|classifier|critic", re.I)
 # Holders of a configured device: ``args.device``, ``self.device``, ``accelerator.device``.

@@ -1,0 +1,114 @@
+"""TDV108 (a parameter whose default device is CUDA): behaviour the fixtures do not pin down."""
+
+from __future__ import annotations
+
+import textwrap
+
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.rules.tdv108 import CudaDefaultDevice
+
+
+def found(source: str, filename: str = "lib.py") -> list[tuple[int, int]]:
+    result = check_source(textwrap.dedent(source), filename=filename, rules=(CudaDefaultDevice,), strict=True)
+    assert result.error is None, result.error
+    return [(v.line, v.col) for v in result.violations]
+
+
+def test_every_spelling_of_a_cuda_default_is_reported_at_the_default():
+    source = """
+    import torch as th
+    from torch import device as D
+    def a(x, device="cuda:0"):
+        return x.to(device)
+    def b(x, *, dev=th.device("cuda", 1)):
+        return th.zeros(3, device=dev)
+    def c(x, target=D(type="cuda")):
+        return x.to(target)
+    def d(x, out_device="cuda"):
+        return helper(x, out_device)
+    """
+    assert found(source) == [(4, 16), (6, 16), (8, 16), (10, 20)]
+
+
+def test_a_method_and_a_constructor_report_their_own_parameter_by_name():
+    source = """
+    class Encoder:
+        def __init__(self, width, device="cuda"):
+            self.device = device
+    """
+    result = check_source(textwrap.dedent(source), rules=(CudaDefaultDevice,), strict=True)
+    assert [v.message for v in result.violations] == [CudaDefaultDevice.MESSAGE.format(name="device")]
+
+
+def test_a_parameter_neither_named_nor_used_as_a_device_is_left_alone():
+    source = """
+    def upfirdn(x, f, impl="cuda"):
+        assert impl in ("ref", "cuda")
+        return run(x, f, impl=impl)
+    """
+    assert found(source) == []
+
+
+def test_amp_device_types_alone_are_left_alone_but_not_beside_a_placement():
+    source = """
+    import torch
+    def only_amp(x, device="cuda"):
+        with torch.autocast(device):
+            return x * 2
+    def amp_and_move(x, device="cuda"):
+        with torch.autocast(device):
+            return x.to(device)
+    def scaler(device="cuda"):
+        return torch.amp.GradScaler(device)
+    def compared(x, device="cuda"):
+        return x if device == "cpu" or device.startswith("mps") else x * 2
+    """
+    assert found(source) == [(6, 27)]
+
+
+def test_cuda_code_by_guard_name_or_test_is_left_alone():
+    source = """
+    import torch
+    if torch.cuda.is_available():
+        def fast(x, device="cuda"):
+            return x.to(device)
+    class GPUTimer:
+        def start(self, device="cuda"):
+            return torch.cuda.Event(device)
+    def load_gpu(x, device="cuda"):
+        return x.to(device)
+    def asks(x, device="cuda"):
+        return x.to(device) if torch.cuda.device_count() else x
+    """
+    assert found(source) == []
+    test = """
+    import torch
+    def test_kernel(device="cuda"):
+        assert torch.ones(2, device=device).sum() == 2
+    """
+    assert found(test, filename="tests/test_kernel.py") == []
+    assert found(test, filename="lib.py") == [(3, 23)]  # outside a test module the name proves nothing
+
+
+def test_a_module_that_asserts_cuda_is_left_alone():
+    source = """
+    import torch
+    assert torch.cuda.is_available()
+    def make(n, device="cuda"):
+        return torch.randn(n, device=device)
+    """
+    assert found(source) == []
+    assert found(source.replace("assert torch.cuda.is_available()", "")) == [(4, 19)]
+
+
+def test_a_module_named_for_cuda_and_a_builtin_look_are_left_alone():
+    source = """
+    import torch
+    def device_module(device="cuda"):
+        return getattr(torch, device)
+    def make(n, device="cuda"):
+        return torch.randn(n, device=device)
+    """
+    assert found(source) == [(5, 19)]
+    assert found(source, filename="pkg/cuda/random.py") == []
+    assert found(source, filename="pkg/gpu_utils.py") == []
