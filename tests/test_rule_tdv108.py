@@ -112,3 +112,18 @@ def test_a_module_named_for_cuda_and_a_builtin_look_are_left_alone():
     assert found(source) == [(5, 19)]
     assert found(source, filename="pkg/cuda/random.py") == []
     assert found(source, filename="pkg/gpu_utils.py") == []
+
+
+def test_a_script_without_a_cpu_path_is_cuda_code_and_one_with_a_fallback_is_not():
+    source = """
+    import torch
+    def render(G, seeds, device=torch.device("cuda")):
+        return G(torch.randn(len(seeds), 512, device=device))
+    if __name__ == "__main__":
+        render(load_generator(), [1, 2])
+    """
+    assert found(source) == []
+    fallback = source.replace('load_generator()', 'load_generator("cuda" if torch.cuda.is_available() else "cpu")')
+    assert found(fallback) == [(3, 28)]
+    library = source.replace('if __name__ == "__main__":', 'def main():')
+    assert found(library) == [(3, 28)]  # a library: its callers are elsewhere

@@ -111,3 +111,23 @@ def test_load_in_the_branch_of_a_device_comparison_is_not_reported():
         return torch.load(path, map_location="cpu")
     """
     assert found(source, TorchLoadWithoutMapLocation) == [10]
+
+
+def test_torch_load_beside_a_move_to_a_literal_cuda_device_is_gpu_code():
+    source = """
+    import torch
+    DEVICE = "cuda"
+    def demo(args):
+        model = RAFT(args)
+        model.load_state_dict(torch.load(args.model))
+        model.to(DEVICE)
+    def literal(args):
+        state = torch.load(args.model)
+        return state, torch.zeros(3).to("cuda:0")
+    def chosen(args, device):
+        state = torch.load(args.model)
+        return state, torch.zeros(3).to(device)
+    """
+    assert found(source, TorchLoadWithoutMapLocation) == [12]
+    rebound = source.replace('DEVICE = "cuda"', 'DEVICE = "cuda"\n    DEVICE = args.device')
+    assert found(rebound, TorchLoadWithoutMapLocation) == [7, 13]

@@ -9,6 +9,7 @@ from .._lazy import cst
 from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
+from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
     MarkedBlocks,
@@ -29,9 +30,9 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 83% (132 of 159 findings true or
-    latent over the held-out batches v2-v15; at their first reads 36 of 37 in v12, 16 of 18 in v13,
-    8 of 9 in v14, 2 of 9 in v15; docs/precision.md).
+    r"""**On by default.** Precision on held-out user code: 83% (132 of 160 findings true or
+    latent over the held-out batches v2-v16; at their first reads 36 of 37 in v12, 16 of 18 in v13,
+    8 of 9 in v14, 2 of 9 in v15, 0 of 2 in v16; docs/precision.md).
     Most false ones load files that other code saved on the CPU (released weights, package
     data, a framework's own CPU save): the safe fix, `map_location="cpu"`, costs nothing
     there.
@@ -90,8 +91,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
     - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`): it runs where CUDA is
       (its `else` loads with `map_location`, as a rule);
-    - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights): GPU
-      code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
+    - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights), or
+      moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
+      `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
       (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - package data: a path built from `__file__` (`os.path.join(os.path.dirname(__file__), "data/pnet.pt")`, also
@@ -181,6 +183,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # ids of loads whose result holds no device tensor: read straight into ``.numpy()``, or
         # into a scheduler's or a GradScaler's ``load_state_dict`` (numbers only)
         self._tensorless_loads: set[int] = set()
+        self._cuda_constants: set[str] = set()  # module names bound to a literal CUDA device only
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
@@ -227,6 +230,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
+        if not self._functions and not self._classes:  # a module constant ``DEVICE = "cuda"``
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    if cuda_literal(node.value, self.names):
+                        self._cuda_constants.add(target.target.value)
+                    else:
+                        self._cuda_constants.discard(target.target.value)
         # A path built from the caller's arguments (``weights = PATTERN.format(epoch=epoch)``)
         # is the caller's too; one built from ``__file__`` is the package's.
         targets = [target.target.value for target in node.targets if isinstance(target.target, cst.Name)]
@@ -276,7 +286,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_machine_call(node)
-        if len(self._needs) > 1 and not self._cuda_tests and _is_method(node, "cuda"):
+        if len(self._needs) > 1 and not self._cuda_tests and (_is_method(node, "cuda") or self._to_literal_cuda(node)):
             self._needs[-1].gpu = True
         if _is_method(node, "numpy") and isinstance(node.func.value, cst.Call):
             self._tensorless_loads.add(id(node.func.value))  # visited before the load it reads
@@ -314,6 +324,16 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         names = self._path_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
+
+    def _to_literal_cuda(self, call: cst.Call) -> bool:
+        """``x.to("cuda")``, ``model.to(DEVICE)`` with a module constant ``DEVICE = "cuda"``: ``.cuda()`` spelt out."""
+        if not _is_method(call, "to"):
+            return False
+        target = device_argument(call)
+        if target is None:
+            return False
+        constant = isinstance(target, cst.Name) and target.value in self._cuda_constants
+        return constant or cuda_literal(target, self.names)
 
     def _dataset_constructor(self) -> bool:
         """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``)?"""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
+from ..code import string_value
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
 
 # Kinds that say where a value lives (a SIBLING, an INPUT or an OBJECT belongs
@@ -136,6 +137,5 @@ def is_main_guard(test) -> bool:
         and test.left.value == "__name__"
         and len(test.comparisons) == 1
         and isinstance(test.comparisons[0].operator, cst.Equal)
-        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
-        and "__main__" in test.comparisons[0].comparator.value
+        and string_value(test.comparisons[0].comparator) == "__main__"  # joined parts too
     )
