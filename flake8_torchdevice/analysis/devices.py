@@ -81,12 +81,30 @@ def is_device_move(call: cst.Call, names: NameResolver) -> bool:
     )
 
 
+def device_targets(call: cst.Call) -> list:
+    """Where a call puts something: its ``device=`` keywords, and ``.to()``'s device argument."""
+    targets = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "device"]
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
+        target = device_argument(call)
+        targets += [target] if target is not None else []
+    return targets
+
+
+def _device_type(expr: cst.BaseExpression, names: NameResolver) -> Optional[cst.BaseExpression]:
+    """The type a literal device names: ``t`` of ``torch.device(t, ...)`` or ``torch.device(type=t)``
+    (through nested calls), else ``expr`` itself; None for a ``torch.device`` call without one."""
+    while isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
+        arg = argument(expr, 0, "type")
+        if arg is None:
+            return None
+        expr = arg.value
+    return expr
+
+
 def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """``"cpu"``, ``"mps:0"``, ``torch.device("cpu")``, ``torch.device(type="xpu")``:
     a literal device whose type is not CUDA."""
-    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
-        arg = argument(expr, 0, "type")
-        return arg is not None and non_cuda_literal(arg.value, names)
+    expr = _device_type(expr, names)
     text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
     return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
 
@@ -99,18 +117,14 @@ def is_cpu_string(node: cst.CSTNode) -> bool:
 
 def cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """A CPU string, ``torch.device("cpu")`` or ``torch.device(type="cpu")``: the CPU, literally."""
-    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
-        arg = argument(expr, 0, "type")
-        return arg is not None and cpu_literal(arg.value, names)
-    return is_cpu_string(expr)
+    expr = _device_type(expr, names)
+    return expr is not None and is_cpu_string(expr)
 
 
 def cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """``"cuda"``, ``"cuda:1"``, ``torch.device("cuda", 0)``, ``torch.device(type="cuda")``: CUDA, literally."""
-    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
-        arg = argument(expr, 0, "type")
-        return arg is not None and cuda_literal(arg.value, names)
-    value = string_value(expr)
+    expr = _device_type(expr, names)
+    value = string_value(expr) if expr is not None else None
     return value is not None and bool(_CUDA_STRING.match(value))
 
 
@@ -285,12 +299,7 @@ class DeviceChoice(AssignmentBindings):
     def _note_literal_cuda(self, call: cst.Call) -> None:
         """``x.to("cuda")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)``
         with ``dev`` a literal CUDA device: this scope needs CUDA anyway."""
-        func = call.func
-        targets = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "device"]
-        if isinstance(func, cst.Attribute) and func.attr.value == "to":
-            target = device_argument(call)
-            targets += [target] if target is not None else []
-        for target in targets:
+        for target in device_targets(call):
             if literal_first_cuda(target, self.names):
                 self.device_scope.literal_cuda.append(None)
             elif isinstance(target, cst.Name) and is_device_name(target):

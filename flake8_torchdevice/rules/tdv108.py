@@ -9,7 +9,7 @@ from .._lazy import cst
 from ..analysis import machines
 from ..analysis.code import last_name, subtree
 from ..analysis.flow.facts import is_main_guard
-from ..analysis.devices import cuda_literal, device_argument, is_device_name
+from ..analysis.devices import cuda_literal, device_targets, is_device_name
 from ..analysis.guards import CUDA_WORD, CudaGuards
 from ..analysis.machines import MachineEvidence
 from ..rule import STATEMENT, Rule
@@ -200,10 +200,8 @@ def _device_uses(body: cst.BaseSuite, names) -> set[str]:
     for node in subtree(body):
         if not isinstance(node, cst.Call):
             continue
-        values = [arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "device"]
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to":
-            values.append(device_argument(node))
-        elif names.qualify(node.func) == "torch.device" and node.args:
+        values = device_targets(node)
+        if names.qualify(node.func) == "torch.device" and node.args:
             values.append(node.args[0].value)
         used.update(value.value for value in values if isinstance(value, cst.Name))
     return used

@@ -207,9 +207,10 @@ class OptimizerStateBeforePlacement(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         frame, func = self._frame, node.func
-        for arg in node.args:
-            if code_of(arg.value) in frame.optimizers and _STATE_MOVER.search(last_name(func) or ""):
-                frame.state_moved.add(code_of(arg.value))  # ``optimizer_to(optimizer, device)``
+        if frame.optimizers and _STATE_MOVER.search(last_name(func) or ""):  # before any code_of: a hot path
+            for arg in node.args:
+                if code_of(arg.value) in frame.optimizers:
+                    frame.state_moved.add(code_of(arg.value))  # ``optimizer_to(optimizer, device)``
         if not isinstance(func, cst.Attribute):
             return
         method, receiver = func.attr.value, func.value
@@ -243,7 +244,9 @@ class OptimizerStateBeforePlacement(Rule):
         """The optimizers' modules a moved value holds: the module itself (``model.cuda()``), or
         a wrapper built around it (``DataParallel(model).cuda()``, ``model.float().to(d)``)."""
         modules = set(self._frame.optimizers.values())
-        found = set()
+        found: set[str] = set()
+        if not modules:
+            return found
         for node in subtree(receiver):
             if isinstance(node, (cst.Name, cst.Attribute)):
                 text = code_of(node)
