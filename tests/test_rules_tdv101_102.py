@@ -384,3 +384,36 @@ def test_variable_of_a_tensor_is_no_module_construction():
         "    return Variable(torch.randn(2)).cuda()\n"
     )
     assert found(source) == [(8, "TDV101")]  # beside a checked .cuda(): no program-wide CUDA need
+
+
+LAUNCHED = """
+    import torch
+    from lightning.fabric import Fabric
+
+    def main(fabric, args):
+        device = torch.device(args.device)
+        teacher = build().cuda().eval()
+        return teacher(torch.zeros(2).to(device))
+
+    if __name__ == "__main__":
+        Fabric(accelerator={accelerator}, devices="auto").launch(main)
+"""
+
+
+@pytest.mark.parametrize("accelerator, reported", [
+    ('"gpu"', []),  # the launcher refuses to start without a GPU: a CUDA program, like an NCCL one
+    ('"cuda"', []),
+    ('"gpu" if torch.cuda.is_available() else "cpu"', [(7, "TDV101")]),  # a choice, not a demand
+    ('"auto"', [(7, "TDV101")]),
+    ('args.accelerator', [(7, "TDV101")]),
+])
+def test_a_launcher_that_demands_a_gpu_makes_a_cuda_program(accelerator, reported):
+    source = LAUNCHED.format(accelerator=accelerator)
+    assert found(source) == reported
+    assert found(source, full=True) == reported
+
+
+def test_a_gpu_launcher_under_a_cuda_check_demands_nothing():
+    source = LAUNCHED.format(accelerator='"gpu"').replace(
+        '    Fabric(accelerator="gpu"', '    if torch.cuda.is_available():\n            Fabric(accelerator="gpu"')
+    assert found(source) == [(7, "TDV101")]

@@ -145,6 +145,20 @@ def test_tdv201_package_data_and_numpy_reads_hold_cpu_tensors():
     assert found(head + "def f(p):\n    return torch.load(p)\n", TorchLoadWithoutMapLocation) == [5]
 
 
+@pytest.mark.parametrize("body, reported", [
+    ("traj = torch.load(p)\n    return traj['vis'].numpy(), traj['xy']", []),  # its contents are CPU tensors
+    ("traj = torch.load(p)\n    return traj.numpy()", []),
+    ("traj = torch.load(p)\n    return traj['vis'].cpu().numpy()", [5]),  # a .cpu() says nothing of the file
+    ("traj = torch.load(p)\n    traj = {}\n    return traj['vis'].numpy()", [5]),  # another value by then
+    ("traj = torch.load(p)\n    other = {}\n    return other['vis'].numpy(), traj", [5]),
+])
+def test_tdv201_contents_read_with_numpy_hold_cpu_tensors(body, reported):
+    source = "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\ndef f(p):\n    " + body + "\n"
+    assert found(source, TorchLoadWithoutMapLocation) == reported
+    full = check_source(source, rules=(TorchLoadWithoutMapLocation,), full=True, strict=True)
+    assert [v.line for v in full.violations] == reported
+
+
 @pytest.mark.parametrize("cpu_sign, reported", [
     ("feats = model(x).to('cpu')", False),  # a result taken off the device
     ("out = lpips.LPIPS(use_gpu=False)", False),  # a callee's keyword

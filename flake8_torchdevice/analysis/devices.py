@@ -15,7 +15,7 @@ from .._lazy import cst
 from ..names import NameResolver
 from .bindings import AssignmentBindings
 from .code import argument, last_name, string_value, subtree
-from .guards import is_nccl_init
+from .guards import demands_gpu_accelerator, is_nccl_init
 
 # Device types torch accepts in a device string, optionally with an index.
 DEVICE_STRING = re.compile(r"(?:cuda|cpu|mps|xpu|xla|meta|hpu|npu|mtia|ipu|privateuseone)(?::\d*)?$")
@@ -201,7 +201,7 @@ class DeviceChoice(AssignmentBindings):
     is a literal CUDA device (``dev = torch.device("cuda:0")``). A choice that
     follows a value (``.to(x.device)``) is one for tensors only. It chooses
     nothing when it is a CUDA program anyway: it starts an NCCL process
-    group, or the worker it spawns (``mp.spawn(worker, ...)``,
+    group or a launcher that demands a GPU (``accelerator="gpu"``), or the worker it spawns (``mp.spawn(worker, ...)``,
     ``start_processes``) selects its GPU with an unconditional
     ``torch.cuda.set_device``. A scope that places on literal CUDA unguarded
     (``.to("cuda")``, ``device="cuda"``) is ``cuda_bound``. Read
@@ -209,13 +209,13 @@ class DeviceChoice(AssignmentBindings):
     module is seen. Rules using it add ``DeviceChoice.READS``: the device
     names' bindings are read wherever they are."""
 
-    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes", "*device", "dev"})
+    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes", "*device", "dev", "accelerator"})
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.device_scope = DeviceScope(None)
         self._device_scopes = [self.device_scope]
-        self._nccl = False
+        self._cuda_required = False
         self._device_setters: set[str] = set()  # top-level functions calling set_device unconditionally
         self._spawned: set[str] = set()  # functions handed to mp.spawn / start_processes
         self._function_names: list[str] = []
@@ -225,7 +225,7 @@ class DeviceChoice(AssignmentBindings):
         self._storage_choice = False
 
     def _cuda_program(self) -> bool:
-        return self._nccl or bool(self._device_setters & self._spawned)
+        return self._cuda_required or bool(self._device_setters & self._spawned)
 
     def _choices(self):
         for scope in self._device_scopes:
@@ -286,8 +286,9 @@ class DeviceChoice(AssignmentBindings):
                                             follows_a_value(target), name))
         if not self.cuda_guarded():
             self._note_literal_cuda(call)
-        if not self._nccl and is_nccl_init(call, self.names):
-            self._nccl = True
+        if not self._cuda_required and (
+                is_nccl_init(call, self.names) or demands_gpu_accelerator(call) and not self.cuda_guarded()):
+            self._cuda_required = True  # NCCL, or a launcher that demands a GPU: a CUDA program
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.set_device" and not self.cuda_guarded() and len(self._function_names) == 1:
             self._device_setters.add(self._function_names[0])

@@ -85,6 +85,16 @@ def is_nccl_init(call: cst.Call, names: NameResolver) -> bool:
     return backend is not None and string_value(backend.value) == "nccl"
 
 
+def demands_gpu_accelerator(call: cst.Call) -> bool:
+    """``Trainer(accelerator="gpu")``, ``Fabric(accelerator="cuda", ...)``, a ``LightningLite``
+    subclass started so: the launcher refuses to start without a GPU, so the program it runs
+    is CUDA code (a conditional value, ``"gpu" if cuda else "cpu"``, is a choice)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "accelerator":
+            return string_value(arg.value) in ("gpu", "cuda")
+    return False
+
+
 def is_cuda_test(expr: cst.CSTNode) -> bool:
     """True if the test expression ``expr`` checks for CUDA somewhere in it."""
     for node in subtree(expr):

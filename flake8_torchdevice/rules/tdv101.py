@@ -134,8 +134,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
       a CUDA check);
     - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` /
       `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a
-      variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`:
-      it needs GPUs anyway);
+      variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`)
+      or a launcher that demands a GPU (`Fabric(accelerator="gpu")`, `Trainer(accelerator="cuda")`, a `LightningLite`
+      started so): it needs GPUs anyway;
     - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()`,
       `total = t ** p`, then `dist.all_reduce(total)` / `dist.send(t.contiguous(), ...)` in the same function): NCCL
       needs the tensor on the current CUDA device;

@@ -60,7 +60,8 @@ class CudaOnlyCallWithChosenDevice(DeviceChoice, CudaGuards, Rule):
       "cuda":`, a `use_cuda` / `args.gpu` flag, after an early exit without CUDA, in a
       function or class with a CUDA skip decorator, in test code of a test module;
     - a module whose `.to()` calls never choose a device (a CUDA-only script), or that
-      starts an NCCL process group (`init_process_group("nccl")`: it needs GPUs anyway);
+      starts an NCCL process group (`init_process_group("nccl")`) or a launcher that demands a GPU
+      (`Fabric(accelerator="gpu")`): it needs GPUs anyway;
     - `torch.cuda.empty_cache()`, `torch.cuda.max_memory_allocated()` and
       `torch.backends.cudnn` settings, which are harmless without CUDA.
 

@@ -98,7 +98,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - package data: a path built from `__file__` (`os.path.join(os.path.dirname(__file__), "data/pnet.pt")`, also
       through a name bound to one), a file shipped with the code so that it loads wherever the package runs;
-    - `torch.load(f).numpy()`: the file holds CPU tensors (a CUDA one would fail at `.numpy()` anyway);
+    - `torch.load(f).numpy()`, or `traj = torch.load(f)` and then `traj["vis"].numpy()` in the same scope: the file
+      holds CPU tensors (a CUDA one would fail at `.numpy()` anyway);
     - state that holds no device tensor: a load handed straight to a scheduler's or a GradScaler's `load_state_dict`
       (`lr_scheduler.load_state_dict(torch.load(f))`: numbers only), and a path that names RNG state (`rng_file`,
       `"rng_state.pth"`: generator states, CUDA's included, are CPU tensors);
@@ -153,7 +154,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     NEEDS = {".load"}
     # The module's CPU path or GPUs per process, and the files it saves, anywhere in it.
     # In a notebook, the files its cells save (``*save`` helpers too) and the names bound to them.
-    READS = machines.READS | {"save", ".cuda", "__file__", "*save"} | CHECKPOINT_WORDS
+    # ``.numpy`` of a loaded value's contents: CPU tensors.
+    READS = machines.READS | {"save", ".cuda", "__file__", "*save", ".numpy"} | CHECKPOINT_WORDS
     SCOPE = CLASS  # a data class's own writer may be another method
     # Its READS are facts of single statements (a CPU path, a process per GPU, a save of CPU
     # values, a packaged path, an unguarded ``.cuda()`` with the ``if`` headers around it).
@@ -183,6 +185,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # ids of loads whose result holds no device tensor: read straight into ``.numpy()``, or
         # into a scheduler's or a GradScaler's ``load_state_dict`` (numbers only)
         self._tensorless_loads: set[int] = set()
+        self._load_of: dict[int, _Load] = {}  # id of a reported load's call: its pending finding
         self._cuda_constants: set[str] = set()  # module names bound to a literal CUDA device only
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -290,6 +293,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self._needs[-1].gpu = True
         if _is_method(node, "numpy") and isinstance(node.func.value, cst.Call):
             self._tensorless_loads.add(id(node.func.value))  # visited before the load it reads
+        elif _is_method(node, "numpy"):
+            self._note_cpu_contents(node.func.value)
         if _is_method(node, "load_state_dict") and _NUMBERS_ONLY.search(last_name(node.func.value) or "") \
                 and node.args and isinstance(node.args[0].value, cst.Call):
             self._tensorless_loads.add(id(node.args[0].value))  # ``scheduler.load_state_dict(torch.load(f))``
@@ -324,6 +329,18 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         names = self._path_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
+        self._load_of[id(node)] = load
+
+    def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
+        """``ckpt = torch.load(f)`` ... ``ckpt["vis"].numpy()`` in the same scope: the file holds CPU
+        tensors, as a CUDA one would fail at ``.numpy()`` on any machine (a ``.cpu()`` between says nothing)."""
+        while isinstance(value, (cst.Subscript, cst.Attribute)):
+            value = value.value
+        bound = self._bound[-1].get(value.value) if isinstance(value, cst.Name) else None
+        load = self._load_of.pop(id(bound), None)
+        for loads in (self._loads, *(frame.loads for frame in self._classes)):
+            if load in loads:
+                loads.remove(load)
 
     def _to_literal_cuda(self, call: cst.Call) -> bool:
         """``x.to("cuda")``, ``model.to(DEVICE)`` with a module constant ``DEVICE = "cuda"``: ``.cuda()`` spelt out."""
