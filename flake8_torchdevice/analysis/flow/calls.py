@@ -109,7 +109,11 @@ class Calls:
             # An instance of a class of this file: it may move what it is given, unless its code never moves.
             return Value(OBJECT, name, local=moves_inputs(self.names, name))
         if callee is not None and callee.kind in (INPUT, OBJECT):
-            return placed_result([v for _, v in args])  # a module given placed inputs answers on their device
+            result = placed_result([v for _, v in args])  # a module given placed inputs answers on their device
+            if result is not None and callee.kind == INPUT and isinstance(call.func, cst.Name):
+                # ... and is on it: a parameter module that ran on a placed input is placed from here on.
+                env[call.func.value] = Value(MOVED, call.func.value, param=True)
+            return result
         return None
 
     def collective(self, call: cst.Call, name: str, env: dict) -> None:
