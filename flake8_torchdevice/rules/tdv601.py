@@ -37,9 +37,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs), results of ops on
       placed values; a parameter module once called with a placed tensor (`model(images)` after
-      `images = images.to(device)`: on a GPU machine it is there, or that call would fail); a device that may be CUDA counts (`"cuda" if ... else "cpu"`,
-      a run's option: `args.device`, `cfg.device`, `accelerator.device`), and a value
-      placed on one branch (`if args.cuda: model.cuda()`) is
+      `images = images.to(device)`: on a GPU machine it is there, or that call would fail); a
+      device that may be CUDA counts (`"cuda" if ... else "cpu"`, a run's option: `args.device`,
+      `cfg.device`, `accelerator.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
       placed after it: on a GPU machine that branch runs (so a value such a branch moves
       back, `if use_gpu: x = x.cpu()`, is on the CPU after it); the `batch` of a Lightning
       step hook (`training_step`, `validation_step`, `test_step`, `predict_step` of a
