@@ -466,3 +466,36 @@ def test_only_a_method_that_moves_something_hands_facts_on():
 def test_a_gradient_lives_where_its_output_does(line, found):
     source = "x = torch.randn(4, 3).cuda()\nout = nn.Linear(3, 1).cuda()(x)\n" + line + "\n"
     assert codes(source) == found
+
+
+LOOP = (
+    "def validate(val_set, device):\n"
+    "    {binding}\n"
+    "    model = nn.Linear(4, 2).to(device)\n"
+    "    for data in val_generator:\n"
+    "        imgs = data['img']\n"
+    "        annot = data['annot'].to(device)\n"
+    "        out = model(imgs)\n"
+)
+
+
+@pytest.mark.parametrize("binding, reported", [
+    ("val_generator = torch.utils.data.DataLoader(val_set)", [("TDV602", 10)]),  # a loader, whatever its name
+    ("val_generator = tqdm(torch.utils.data.DataLoader(val_set))", [("TDV602", 10)]),  # a wrapper of one
+    ("val_generator = make_batches(val_set)", []),  # anything else: not known to be a loader
+    ("val_generator = torch.utils.data.DataLoader(val_set); val_generator = list(val_generator)", []),  # rebound
+])
+def test_a_name_bound_to_a_dataloader_is_a_loader(binding, reported):
+    assert codes(LOOP.format(binding=binding)) == reported
+
+
+@pytest.mark.parametrize("test, reported", [
+    ("torch.cuda.device_count() > 1", [("TDV602", 10)]),  # one GPU skips the wrap: the placed model stays
+    ("n_gpu >= 2", [("TDV602", 10)]),
+    ("use_gpu", []),  # the GPU path: the body is what follows on a GPU machine
+    ("torch.cuda.device_count() > 0", []),
+])
+def test_a_wrap_for_several_gpus_leaves_the_one_gpu_path_placed(test, reported):
+    source = LOOP.format(binding="val_generator = torch.utils.data.DataLoader(val_set)").replace(
+        "    for data", f"    if {test}:\n        model = nn.DataParallel(model)\n    for data")
+    assert codes(source) == [(code, line + 2) for code, line in reported]

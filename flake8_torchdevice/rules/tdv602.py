@@ -42,8 +42,9 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     No fix is offered; the message names the element to move (`y = y.to(device)`).
 
     ## When it does not report
-    - loops over anything but a loader (`DataLoader(...)`, or a name such as `train_loader`, `val_dataloader`,
-      `test_dl`);
+    - loops over anything but a loader (`DataLoader(...)`, a name such as `train_loader`, `val_dataloader`,
+      `test_dl`, or a name the function bound to a loader: `val_generator = DataLoader(val_set)`, `bar =
+      tqdm(train_loader)`);
     - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`,
       `fabric.setup_dataloaders`, Lightning's `training_step`);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose

@@ -14,7 +14,9 @@ code itself proves:
 - ``SIBLING``: an element of a loader loop (``for x, y in loader``,
   ``batch["y"]``) not moved yet;
 - anything else is unknown and never reported. Re-binding, branches that
-  disagree, loops and ``del`` make a name unknown unless every path agrees.
+  disagree, loops and ``del`` make a name unknown unless every path agrees (a
+  value placed on one path is placed; after ``if use_gpu:`` without ``else`` the
+  body's value wins, but not after ``if n_gpu > 1:``, which one GPU skips).
 
 It records where values of two kinds meet in an operation that needs one
 device (``Flow.meets``), where a loader element that stayed behind meets a

@@ -99,6 +99,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.pending: list = []  # (node, sibling, placed, statement, module call?): decided at the end
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
+        self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
         # What the file proves before this scope starts (``start_file`` made ``_flow_facts``
         # before the first scope): whether it starts an NCCL group and, for a function, the
         # default device module code sets and the placed values it calls the function with.

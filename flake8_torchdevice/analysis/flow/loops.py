@@ -39,6 +39,17 @@ class Loops:
         self.bind_elements(node.targets[0].target, env)
         return True
 
+    def note_loader(self, node: cst.Assign, env: dict) -> None:
+        """``val_generator = DataLoader(val_set)``, ``bar = tqdm(loader)``: the name is a loader
+        however it is called; bound to anything else, it is not."""
+        value = node.value
+        if isinstance(value, cst.Call) and last_name(value.func) in WRAPPERS and value.args:
+            value = value.args[0].value
+        is_loader = self.is_loader(value, env)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                (self.loaders.add if is_loader else self.loaders.discard)(target.target.value)
+
     def bind_elements(self, target, env: dict) -> None:
         loop = Loop()
         if isinstance(target, cst.Name):
@@ -58,7 +69,7 @@ class Loops:
                 if known is not None and known.kind in (FRAMEWORK, PLACED):
                     return False
         if isinstance(iterable, cst.Name):
-            return iterable.value in LOADER_WORDS
+            return iterable.value in LOADER_WORDS or iterable.value in self.loaders
         if isinstance(iterable, cst.Attribute):
             return iterable.attr.value in LOADER_WORDS and not _framework_owner(iterable)
         if isinstance(iterable, cst.Call):

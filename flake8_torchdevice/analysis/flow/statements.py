@@ -70,6 +70,7 @@ class Statements:
                 return
             if self.first_batch(node, env):
                 return
+            self.note_loader(node, env)
             if isinstance(node.value, cst.Name) and is_cpu_layer(env.get(node.value.value)):
                 env.pop(node.value.value)  # ``self.model = model``: moving either name moves both
                 for target in node.targets:
@@ -149,7 +150,7 @@ class Statements:
             else:
                 self.block(body_of(node.orelse.body), else_env)
             self.mute -= cuda_only_else
-        elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names):
+        elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names) and not _several_gpus(node.test):
             _gpu_path_wins(env, body_env, else_env)
         merged = merge(body_env, else_env)
         env.clear()
@@ -202,6 +203,16 @@ def _gpu_path_wins(before: dict, body: dict, other: dict) -> None:
                 other[name] = body[name]
             else:
                 other.pop(name, None)
+
+
+def _several_gpus(test) -> bool:
+    """``if n_gpu > 1:``, ``if torch.cuda.device_count() >= 2:``: a one-GPU machine skips the
+    body, so it is not what follows the ``if`` there (both paths are)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+    least = int(bound.value) + isinstance(operator, cst.GreaterThan) if isinstance(bound, cst.Integer) else 0
+    return isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) and least >= 2
 
 
 def _cpu_only_test(test, names) -> bool:
