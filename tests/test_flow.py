@@ -499,3 +499,21 @@ def test_a_wrap_for_several_gpus_leaves_the_one_gpu_path_placed(test, reported):
     source = LOOP.format(binding="val_generator = torch.utils.data.DataLoader(val_set)").replace(
         "    for data", f"    if {test}:\n        model = nn.DataParallel(model)\n    for data")
     assert codes(source) == [(code, line + 2) for code, line in reported]
+
+
+@pytest.mark.parametrize("evidence, reported", [
+    ("model.train()", [("TDV601", 11)]),  # used as a module: fed a placed tensor, it is on that device
+    ("model.eval()", [("TDV601", 11)]),
+    ("params = model.parameters()", [("TDV601", 11)]),
+    ("pass", []),  # any callable may take a tensor on any device: nothing proves it a module
+])
+def test_a_parameter_module_fed_a_placed_tensor_is_placed(evidence, reported):
+    source = (
+        "sample = torch.rand(1, 8)\n\n\n"
+        "def step(model, loader, device):\n"
+        f"    {evidence}\n"
+        "    for x, _ in loader:\n"
+        "        model(x.to(device))\n"
+        "    return model(sample)\n"
+    )
+    assert codes(source) == reported

@@ -36,8 +36,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs), results of ops on
-      placed values; a parameter module once called with a placed tensor (`model(images)` after
-      `images = images.to(device)`: on a GPU machine it is there, or that call would fail); a
+      placed values; a parameter the function uses as a module (`model.train()`, `.eval()`,
+      `.parameters()`) once it is called with a placed tensor (`model(images)` after `images =
+      images.to(device)`: on a GPU machine it is there, or that call would fail); a
       device that may be CUDA counts (`"cuda" if ... else "cpu"`, a run's option: `args.device`,
       `cfg.device`, `accelerator.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
       placed after it: on a GPU machine that branch runs (so a value such a branch moves

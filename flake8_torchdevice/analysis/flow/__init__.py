@@ -10,7 +10,8 @@ code itself proves:
 - ``PLACED``: ``.to(<device>)``, ``.cuda()``, a factory with a non-CPU
   ``device=``, the output of a placed module, ops on placed values;
 - ``MOVED``: a module moved in place (``model.to(device)`` as a statement), or
-  a parameter module once called with a placed tensor: only calling it says anything;
+  a parameter used as a module (``model.train()``) once called with a placed
+  tensor: only calling it says anything;
 - ``SIBLING``: an element of a loader loop (``for x, y in loader``,
   ``batch["y"]``) not moved yet;
 - anything else is unknown and never reported. Re-binding, branches that

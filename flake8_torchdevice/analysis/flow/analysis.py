@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import last_name
+from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing
@@ -87,6 +87,22 @@ def _lightning_step(node: "cst.FunctionDef", facts, names) -> bool:
     return any(last_name(base.value) == "LightningModule" for base in cls.bases)
 
 
+_MODULE_METHODS = frozenset(
+    "train eval parameters named_parameters buffers modules children state_dict load_state_dict zero_grad "
+    "requires_grad_".split()
+)
+
+
+def _module_params(node: cst.FunctionDef) -> set[str]:
+    params = set(params_of(node))
+    return {
+        part.func.value.value for part in subtree(node.body)
+        if isinstance(part, cst.Call) and isinstance(part.func, cst.Attribute)
+        and isinstance(part.func.value, cst.Name) and part.func.value.value in params
+        and part.func.attr.value in _MODULE_METHODS
+    }
+
+
 class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
@@ -100,6 +116,9 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
+        # Parameters the function treats as modules (``model.train()``, ``model.parameters()``): one
+        # called with a placed tensor is on that device. Any other callable may take any device.
+        self.module_params = _module_params(node) if isinstance(node, cst.FunctionDef) else set()
         # What the file proves before this scope starts (``start_file`` made ``_flow_facts``
         # before the first scope): whether it starts an NCCL group and, for a function, the
         # default device module code sets and the placed values it calls the function with.

@@ -110,7 +110,8 @@ class Calls:
             return Value(OBJECT, name, local=moves_inputs(self.names, name))
         if callee is not None and callee.kind in (INPUT, OBJECT):
             result = placed_result([v for _, v in args])  # a module given placed inputs answers on their device
-            if result is not None and callee.kind == INPUT and isinstance(call.func, cst.Name):
+            if result is not None and callee.kind == INPUT and isinstance(call.func, cst.Name) \
+                    and call.func.value in self.module_params:
                 # ... and is on it: a parameter module that ran on a placed input is placed from here on.
                 env[call.func.value] = Value(MOVED, call.func.value, param=True)
             return result
