@@ -494,6 +494,8 @@ def test_a_name_bound_to_a_dataloader_is_a_loader(binding, reported):
     ("n_gpu >= 2", [("TDV602", 10)]),
     ("use_gpu", []),  # the GPU path: the body is what follows on a GPU machine
     ("torch.cuda.device_count() > 0", []),
+    ("n_gpu > 0x1", [("TDV602", 10)]),  # any integer literal Python accepts (it raised on these)
+    ("n_gpu >= 1_0", [("TDV602", 10)]),
 ])
 def test_a_wrap_for_several_gpus_leaves_the_one_gpu_path_placed(test, reported):
     source = LOOP.format(binding="val_generator = torch.utils.data.DataLoader(val_set)").replace(

@@ -182,10 +182,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # Per scope (the module's first): what each plain name was last bound to, so that a path
         # built in steps (``name = "%s_net.pth" % label``; ``path = join(d, name)``) keeps its file name.
         self._bound: list[dict[str, cst.BaseExpression]] = [{}]
-        # ids of loads whose result holds no device tensor: read straight into ``.numpy()``, or
-        # into a scheduler's or a GradScaler's ``load_state_dict`` (numbers only)
+        # ids of loads whose result holds no device tensor: read into ``.numpy()`` (straight, or
+        # through the name it is bound to), or into a scheduler's or a GradScaler's ``load_state_dict``
+        # (numbers only); read at the module's end, when every use is seen
         self._tensorless_loads: set[int] = set()
-        self._load_of: dict[int, _Load] = {}  # id of a reported load's call: its pending finding
         self._cuda_constants: set[str] = set()  # module names bound to a literal CUDA device only
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -224,6 +224,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     def leave_Module(self, node: cst.Module) -> None:
         # Only now is the whole module known: does it meet machines without the saving GPU?
         for load in self._loads:
+            if id(load.call) in self._tensorless_loads:
+                continue  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
             if load.names & self._cpu_saved_names:
                 continue  # it reads back a file this module wrote after .cpu()
             if load.need.gpu and not self.uses_gpus_per_process:
@@ -317,8 +319,6 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
         if self._dataset_constructor():
             return  # a dataset's own data, served by DataLoader workers: CPU tensors (CUDA ones fail in forked workers)
-        if id(node) in self._tensorless_loads:
-            return  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
         path = argument(node, 0, "f")
         if path is not None and self._is_packaged(path.value):
             return  # package data beside this file: shipped so that it loads wherever the package runs
@@ -329,7 +329,6 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         names = self._path_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
         (self._classes[-1].loads if self._classes else self._loads).append(load)
-        self._load_of[id(node)] = load
 
     def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
         """``ckpt = torch.load(f)`` ... ``ckpt["vis"].numpy()`` in the same scope: the file holds CPU
@@ -337,10 +336,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         while isinstance(value, (cst.Subscript, cst.Attribute)):
             value = value.value
         bound = self._bound[-1].get(value.value) if isinstance(value, cst.Name) else None
-        load = self._load_of.pop(id(bound), None)
-        for loads in (self._loads, *(frame.loads for frame in self._classes)):
-            if load in loads:
-                loads.remove(load)
+        if isinstance(bound, cst.Call):
+            self._tensorless_loads.add(id(bound))
 
     def _to_literal_cuda(self, call: cst.Call) -> bool:
         """``x.to("cuda")``, ``model.to(DEVICE)`` with a module constant ``DEVICE = "cuda"``: ``.cuda()`` spelt out."""

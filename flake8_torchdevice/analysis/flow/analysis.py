@@ -116,9 +116,8 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
-        # Parameters the function treats as modules (``model.train()``, ``model.parameters()``): one
-        # called with a placed tensor is on that device. Any other callable may take any device.
-        self.module_params = _module_params(node) if isinstance(node, cst.FunctionDef) else set()
+        self._node = node
+        self._module_params: Optional[set[str]] = None  # read on the first question: most scopes never ask
         # What the file proves before this scope starts (``start_file`` made ``_flow_facts``
         # before the first scope): whether it starts an NCCL group and, for a function, the
         # default device module code sets and the placed values it calls the function with.
@@ -140,6 +139,15 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             batch = Value(PLACED, "batch", param=True)
             batch.spread = True  # ``x, y = batch``: the Trainer moved every part
             self.given.setdefault("batch", batch)
+
+    def is_module_param(self, name: str) -> bool:
+        """Does the function treat its parameter ``name`` as a module (``model.train()``,
+        ``model.parameters()``)? One called with a placed tensor is on that device; any other
+        callable may take a tensor on any device."""
+        if self._module_params is None:
+            node = self._node
+            self._module_params = _module_params(node) if isinstance(node, cst.FunctionDef) else set()
+        return name in self._module_params
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:

@@ -111,7 +111,7 @@ class Calls:
         if callee is not None and callee.kind in (INPUT, OBJECT):
             result = placed_result([v for _, v in args])  # a module given placed inputs answers on their device
             if result is not None and callee.kind == INPUT and isinstance(call.func, cst.Name) \
-                    and call.func.value in self.module_params:
+                    and self.is_module_param(call.func.value):
                 # ... and is on it: a parameter module that ran on a placed input is placed from here on.
                 env[call.func.value] = Value(MOVED, call.func.value, param=True)
             return result

@@ -211,7 +211,7 @@ def _several_gpus(test) -> bool:
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
-    least = int(bound.value) + isinstance(operator, cst.GreaterThan) if isinstance(bound, cst.Integer) else 0
+    least = int(bound.value, 0) + isinstance(operator, cst.GreaterThan) if isinstance(bound, cst.Integer) else 0
     return isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) and least >= 2
 
 
