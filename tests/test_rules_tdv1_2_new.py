@@ -184,6 +184,57 @@ def test_tdv201_state_without_device_tensors(load, reported):
     assert found(source, TorchLoadWithoutMapLocation) == ([5] if reported else [])
 
 
+_PER_RANK_FUNCTION = """\
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+def main(args, model):
+    model = DistributedDataParallel(model.cuda(), device_ids=[args.gpu])
+    queue_path = os.path.join(args.dump_path, PATH)
+    queue = torch.load(queue_path) if os.path.isfile(queue_path) else None
+    for epoch in range(args.epochs):
+        torch.save({"queue": queue}, queue_path)
+"""
+
+_PER_RANK_CLASS = """\
+import os
+import torch
+
+class PartialFC:
+    def __init__(self, rank, prefix):
+        self.rank = rank
+        torch.cuda.set_device(rank)  # one process per GPU
+        self.weight_name = os.path.join(prefix, PATH)
+        self.weight = torch.load(self.weight_name)
+
+    def save_params(self):
+        torch.save(self.weight.data, self.weight_name)
+"""
+
+
+@pytest.mark.parametrize("source, path, reported", [
+    (_PER_RANK_FUNCTION, '"queue" + str(args.rank) + ".pth"', []),  # each rank reads back what it wrote
+    (_PER_RANK_FUNCTION, 'f"queue{dist.get_rank()}.pth"', []),
+    (_PER_RANK_FUNCTION, '"queue.pth"', [8]),  # one file for all ranks: each loads onto the saving GPU
+    (_PER_RANK_CLASS, '"rank_{}_softmax_weight.pt".format(self.rank)', []),
+    (_PER_RANK_CLASS, '"rank_{}_softmax_weight.pt".format(rank)', []),
+    (_PER_RANK_CLASS, '"softmax_weight.pt"', [9]),
+])
+def test_tdv201_a_process_reading_back_its_own_file(source, path, reported):
+    """A file named per process (its rank in the path) that this module saves to the same path:
+    each process reads back what it wrote from the GPU it loads onto. A file shared by all ranks
+    is still reported (every rank would load it onto the GPU that saved it), and so is a per-rank
+    file that nothing here writes."""
+    source = source.replace("PATH", path)
+    assert found(source, TorchLoadWithoutMapLocation) == reported
+    full = check_source(source, rules=(TorchLoadWithoutMapLocation,), full=True, strict=True)
+    assert [v.line for v in full.violations] == reported
+    if not reported:
+        unsaved = source.replace("torch.save(", "print(")
+        assert found(unsaved, TorchLoadWithoutMapLocation) != []
+
+
 def test_tdv201_a_branch_on_a_cuda_flag_is_a_cpu_path():
     """``if opt.cuda:`` runs the script on the CPU when the flag is off: a load of a GPU
     checkpoint there fails. An ``assert`` of CUDA requires it instead."""

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis import machines
-from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
+from ..analysis.checkpoints import RoundTrips, cpu_map_location, file_argument, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
@@ -30,9 +30,9 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 83% (132 of 160 findings true or
-    latent over the held-out batches v2-v17; at their first reads 36 of 37 in v12, 16 of 18 in v13,
-    8 of 9 in v14, 2 of 9 in v15, 0 of 2 in v16, 0 of 1 in v17; docs/precision.md).
+    r"""**On by default.** Precision on held-out user code: 83% (134 of 161 findings true or
+    latent over the held-out batches v2-v18; at their first reads 36 of 37 in v12, 16 of 18 in v13,
+    8 of 9 in v14, 2 of 9 in v15, 0 of 2 in v16, 0 of 1 in v17, 2 of 5 in v18; docs/precision.md).
     Most false ones load files that other code saved on the CPU (released weights, package
     data, a framework's own CPU save): the safe fix, `map_location="cpu"`, costs nothing
     there.
@@ -89,6 +89,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
+    - a file named per process (its rank in the path: `"queue" + str(args.rank) + ".pth"`, also through a name or a
+      `self` attribute built from it) that this module also writes with `torch.save` to the same path expression:
+      each process reads back what it wrote from the GPU it loads onto. One file shared by all ranks is reported;
     - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`): it runs where CUDA is
       (its `else` loads with `map_location`, as a rule);
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights), or
@@ -187,6 +190,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # (numbers only); read at the module's end, when every use is seen
         self._tensorless_loads: set[int] = set()
         self._cuda_constants: set[str] = set()  # module names bound to a literal CUDA device only
+        self._saved_files: set[tuple] = set()  # the path expressions this module hands to torch.save, anywhere
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
@@ -228,6 +232,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                 continue  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
             if load.names & self._cpu_saved_names:
                 continue  # it reads back a file this module wrote after .cpu()
+            if load.rank_file in self._saved_files:
+                continue  # each process reads back the file it wrote itself, from the GPU it loads onto
             if load.need.gpu and not self.uses_gpus_per_process:
                 continue  # its function needs a GPU anyway (``model.cuda()`` unguarded): no CPU path
             if load.caller_path or self.meets_other_machines:
@@ -250,6 +256,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if self._is_packaged(node.value):
             self._packaged[-1].update(targets)
         self._bound[-1].update(dict.fromkeys(targets, node.value))
+        if self._classes:  # ``self.weight_name = os.path.join(prefix, "rank_{}.pt".format(rank))``
+            self._classes[-1].attributes.update(
+                (target.target.attr.value, node.value) for target in node.targets if _is_self_attribute(target.target))
 
     def _is_packaged(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` a path beside this source file (``__file__``, or a name bound from it)?"""
@@ -306,6 +315,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
             if value is not None and path is not None and _is_cpu_value(value.value):
                 self._cpu_saved_names |= self._path_names(path.value)
+            if path is not None:
+                self._saved_files.add(file_argument(node, 1))
         self.note_session_save(node, name in TORCH_SAVES)
         if self._classes and _writes_file(name, node):
             self._classes[-1].writes = True
@@ -328,6 +339,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
         names = self._path_names(path.value) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
+        if path is not None and self._per_process(path.value):
+            load.rank_file = file_argument(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
 
     def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
@@ -348,6 +361,19 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return False
         constant = isinstance(target, cst.Name) and target.value in self._cuda_constants
         return constant or cuda_literal(target, self.names)
+
+    def _per_process(self, path: cst.BaseExpression, depth: int = 3) -> bool:
+        """Does the path name one file per process (``"queue" + str(args.rank) + ".pth"``), also
+        through a name or a ``self`` attribute it was built from (``self.weight_name``)?"""
+        attributes = self._classes[-1].attributes if self._classes else {}
+        for node in subtree(path):
+            if _RANK.search(last_name(node) or ""):
+                return True
+            bound = self._bound[-1].get(node.value) if isinstance(node, cst.Name) else \
+                attributes.get(node.attr.value) if _is_self_attribute(node) else None
+            if depth and bound is not None and bound is not path and self._per_process(bound, depth - 1):
+                return True
+        return False
 
     def _dataset_constructor(self) -> bool:
         """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``)?"""
@@ -421,6 +447,14 @@ def _names_rng_state(path: cst.BaseExpression) -> bool:
     return False
 
 
+# A process's rank among those of one job (``rank``, ``args.local_rank``, ``dist.get_rank()``).
+_RANK = re.compile(r"(?:^|_)rank$", re.I)
+
+
+def _is_self_attribute(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
 def _is_method(call: cst.Call, name: str) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == name
 
@@ -439,6 +473,7 @@ class _Load:
         self.statement = statement
         self.caller_path = caller_path  # a library function loading what its caller names
         self.names = names  # the file-name literals of its path
+        self.rank_file: Optional[tuple] = None  # its path, where it names one file per process
 
 
 class _ClassFrame:
@@ -447,6 +482,7 @@ class _ClassFrame:
         self.dataset = dataset  # a Dataset itself (what a DataLoader serves)
         self.writes = False  # it calls torch.save (or a *save helper) itself
         self.loads: list[_Load] = []  # waiting for the class's end
+        self.attributes: dict = {}  # what its methods bound each ``self.<name>`` to (the last binding seen)
 
 
 def _writes_file(name: Optional[str], call: cst.Call) -> bool:
