@@ -519,3 +519,23 @@ def test_a_parameter_module_fed_a_placed_tensor_is_placed(evidence, reported):
         "    return model(sample)\n"
     )
     assert codes(source) == reported
+
+
+@pytest.mark.parametrize("comparison, reported", [
+    ("assert_close(out, expected)", True),
+    ("torch.testing.assert_allclose(out, expected)", True),
+    ("assert_close(expected, out, rtol=0, atol=0)", True),
+    ("assert_close(out, expected, check_device=True)", True),
+    ("assert_close(out, expected, check_device=False)", False),  # values only: moved to the CPU first
+    ("assert_close(out, expected, check_device=strict)", False),  # a flag whose value is unknown
+    ("assert_close(out, expected, **options)", False),  # may carry check_device=False
+    ("assert_close(out.cpu(), expected)", False),
+])
+def test_torch_testing_comparisons_check_the_device(comparison, reported):
+    """torch.testing's comparisons check that both sides share a device before their values."""
+    source = (
+        "from torch.testing import assert_close\n\n\ndef test_relu(device, strict, options):\n"
+        "    out = nn.Linear(2, 2).to(device)(torch.ones(1, 2).to(device))\n"
+        f"    expected = torch.zeros(1, 2)\n    {comparison}\n"
+    )
+    assert codes(source) == ([("TDV601", 10)] if reported else [])

@@ -52,7 +52,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
       a gradient and its output (`torch.autograd.grad(out, x, grad_outputs)`,
       `torch.autograd.backward(out, grads)`, `out.backward(gradient)`; a 0-dim gradient autograd moves itself),
-      a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`), and a CPU tensor (0-dim
+      a CPU tensor indexed by a placed one (`cpu_table[placed_ids]`), torch's test comparisons
+      (`torch.testing.assert_close(out, expected)`, `assert_allclose`; not with `check_device=False`),
+      which check that both sides share a device before their values, and a CPU tensor (0-dim
       ones too) handed to a `torch.distributed` collective (`all_reduce`, `broadcast`,
       `all_gather`, `send`, ...) in a file that starts an NCCL group
       (`init_process_group("nccl")`, a `--dist-backend` defaulting to `"nccl"`): NCCL serves
@@ -154,6 +156,18 @@ class CpuMeetsPlaced(FlowReports, Rule):
 
     ```
     RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    For torch's test comparisons (`torch.testing.assert_close`), on a GPU machine:
+
+    ```
+    AssertionError: The values for attribute 'device' do not match: cuda:0 != cpu.
+    ```
+
+    and on a CPU machine, with the meta device standing in:
+
+    ```
+    AssertionError: The values for attribute 'device' do not match: meta != cpu.
     ```
 
     (The meta device accepts a CPU tensor indexed by a meta one: that case is proven on a GPU only.)

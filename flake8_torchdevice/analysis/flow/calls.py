@@ -16,8 +16,8 @@ from .values import (
 )
 from .layers import is_cpu_layer
 from .words import (
-    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, FRAMEWORK_CALLS,
-    KEEPING_METHODS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
+    FRAMEWORK_CALLS, KEEPING_METHODS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
 
@@ -229,6 +229,8 @@ class Calls:
             pass  # CTC takes its targets and lengths on the CPU too
         elif qualified in COMBINE_FUNCS or qualified.startswith("torch.nn.functional."):
             self.combine_all(call, values)
+        elif qualified in DEVICE_CHECKED_COMPARISONS and not _device_check_off(call):
+            self.combine_all(call, values)
         if qualified.startswith("torch.autograd.") and qualified.endswith("Variable") and values:
             return values[0]  # Variable(x) wraps x where it lives
         if any(v is not None and v.kind == PLACED for v in values):
@@ -276,6 +278,15 @@ GRADIENT_FUNCTIONS = {
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def _device_check_off(call: cst.Call) -> bool:
+    """``assert_close(a, b, check_device=False)``, a flag whose value is unknown, or ``**options`` that may
+    carry one: no device check known."""
+    if any(arg.star == "**" for arg in call.args):
+        return True
+    flag = argument(call, None, "check_device")
+    return flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "True")
 
 
 def _reduces_all(call: cst.Call, qualified: str) -> bool:

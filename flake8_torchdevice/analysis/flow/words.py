@@ -32,6 +32,9 @@ COMBINE_FUNCS = frozenset(
     masked_select gather index_select logical_and logical_or bitwise_and bitwise_or atan2 lerp
     cdist outer allclose isclose""".split()
 )
+# torch's test comparisons check that both sides are on one device (``check_device=True`` by default):
+# "The values for attribute 'device' do not match: cuda:0 != cpu."
+DEVICE_CHECKED_COMPARISONS = frozenset({"torch.testing.assert_close", "torch.testing.assert_allclose"})
 COMBINE_METHODS = frozenset(
     """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
     minimum matmul mm bmm dot masked_fill masked_select where logical_and logical_or atan2 lerp
