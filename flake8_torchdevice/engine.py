@@ -273,7 +273,37 @@ def _definition_hits(located, needed: set, scope: str, index: StatementIndex) ->
     live = {key for key, found in by_top.items() if key != _IMPORT and needed <= found | module_words}
     if live:
         live |= {0, _IMPORT}
-    return [(line, scope) for line, key, _ in keyed if key in live]
+    hits = [(line, scope) for line, key, _ in keyed if key in live]
+    if needed <= module_words:
+        # Module code alone meets every group: a definition without a word of its own may still
+        # report on the module's facts alone (``def show(): return model(sample)``), through a
+        # name that module code uses where its words are (binds it, or moves it: ``model.to(device)``).
+        named = _names_at(index, {line for line, key, _ in keyed if key == 0})
+        hits += [(line, scope) for line in _definitions_reading(index, named)]
+    return hits
+
+
+def _names_at(index: StatementIndex, lines: set) -> set:
+    """The names in the module-level statements holding one of ``lines``, but imported modules
+    and functions (``torch``, ``nn``): they hold no device fact."""
+    names, imported = set(), set()
+    for top in index.top:
+        if isinstance(top.node, (ast.Import, ast.ImportFrom)):
+            imported |= {(alias.asname or alias.name).partition(".")[0] for alias in top.node.names}
+        elif not top.is_def and any(top.start <= line <= top.end for line in lines):
+            names |= {n.id for n in ast.walk(top.node) if isinstance(n, ast.Name)}
+    return names - imported
+
+
+def _definitions_reading(index: StatementIndex, names: set) -> list[int]:
+    """The first line of each top-level function and method of a top-level class that reads one of ``names``."""
+    defs = []
+    for top in index.top:
+        if isinstance(top.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.append(top.node)
+        elif isinstance(top.node, ast.ClassDef):
+            defs += [m for m in top.node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [d.lineno for d in defs if names and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
 
 
 _IMPORT = -1  # the key of a module-level import statement's line

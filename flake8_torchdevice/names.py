@@ -19,7 +19,9 @@ from ._lazy import cst
 
 # Only names under these roots matter to any rule; everything else is dropped
 # so that the map stays tiny and lookups stay cheap.
-TRACKED_ROOTS = frozenset({"torch", "torchmetrics", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate"})
+TRACKED_ROOTS = frozenset(
+    {"torch", "torchmetrics", "torchvision", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate"}
+)
 
 
 def _root(qualified: str) -> str:

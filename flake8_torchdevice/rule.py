@@ -120,7 +120,9 @@ class Rule:
     # only units holding all of them are parsed for the rule. DEFINITION when
     # the groups meet in the finding's top-level definition (its function, or
     # its whole top-level class) together with module-level code: a verdict
-    # that reads module-level facts and a class's ``__init__``.
+    # that reads module-level facts and a class's ``__init__`` (where module code
+    # alone meets every group, every function and method is parsed: one may report
+    # on module facts alone).
     TOGETHER: ClassVar[Union[bool, str]] = False
     # True when every finding is a value assigned to an attribute (``x.attr = word(...)``,
     # possibly followed by method calls, ``torch.zeros(3).long()``) whose innermost call is

@@ -539,3 +539,57 @@ def test_torch_testing_comparisons_check_the_device(comparison, reported):
         f"    expected = torch.zeros(1, 2)\n    {comparison}\n"
     )
     assert codes(source) == ([("TDV601", 10)] if reported else [])
+
+
+@pytest.mark.parametrize("use, reported", [
+    ("model(sample[None])", True),  # None, slices and ... drop no dimension
+    ("model(sample[:, None])", True),
+    ("model(sample[..., 1:])", True),
+    ("model(sample[0])", False),  # maybe one element: a CPU scalar may meet a device tensor
+])
+def test_indexing_that_keeps_dimensions_keeps_a_cpu_tensor_a_tensor(use, reported):
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Linear(8, 2).to(device)\n\n\n"
+        f"def show():\n    sample = torch.rand(3, 8)\n    return {use}\n"
+    )
+    assert codes(source) == ([("TDV601", 10)] if reported else [])
+
+
+def test_a_name_some_function_declares_global_is_no_module_fact():
+    """``main`` may move it before ``show`` runs: what module code bound it to says nothing there."""
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Linear(8, 2).to(device)\n"
+        "sample = torch.rand(1, 8)\n\n\ndef main():\n    global sample\n    sample = sample.to(device)\n\n\n"
+        "def show():\n    return model(sample)\n"
+    )
+    assert codes(source) == []
+    assert codes(source.replace("    global sample\n", "")) == [("TDV601", 14)]  # a local of main then
+
+
+@pytest.mark.parametrize("image", [
+    "transforms.ToTensor()(Image.open(path))",
+    "TF.to_tensor(Image.open(path))",
+    "T.PILToTensor()(Image.open(path))",
+])
+def test_torchvision_image_conversions_make_cpu_tensors(image):
+    source = (
+        "import torchvision.transforms as T\nimport torchvision.transforms.functional as TF\n"
+        "from torchvision import transforms\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Conv2d(3, 8, 3).to(device)\n\n\n"
+        f"def predict(path):\n    image = {image}\n"
+        "    return model(image.unsqueeze(0)), model(image.to(device)[None])\n"
+    )
+    assert codes(source) == [("TDV601", 13)]
+
+
+def test_a_function_without_a_word_of_its_own_is_parsed_when_module_code_holds_them_all():
+    """Selection keeps every definition when module code alone meets the rule's groups: the
+    finding below comes from module facts only, and the selected parse must find what the whole
+    file's parse finds."""
+    source = HEAD + (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Linear(8, 2).to(device)\n"
+        "sample = torch.rand(1, 8)\n\n\ndef show():\n    return model(sample)\n"
+    )
+    selected = check_source(source, rules=FLOW, strict=True).violations
+    full = check_source(source, rules=FLOW, full=True, strict=True).violations
+    assert [(v.code, v.line) for v in selected] == [(v.code, v.line) for v in full] == [("TDV601", 10)]

@@ -18,7 +18,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     Follows, through each function (or one module's top level), what the code proves about
     where each value lives, and flags the place where a CPU value and a placed value meet in
     an operation that needs one device. A function also sees what the module's code proves
-    (a model placed at module level or in the `if __name__ == "__main__":` block), a
+    (a model placed at module level or in the `if __name__ == "__main__":` block; not a name some
+    function declares `global`, which it may rebind), a
     top-level function what the module's own calls give it (`summarize(model)` after
     `model = Net().to(device)`: its parameter `model` is placed), a method what its
     class's `__init__` proves of `self.x` (`self.model = Net().to(device)`), what another method
@@ -27,7 +28,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     placed values are appended to concatenates to a placed tensor:
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
-      `torch.as_tensor` of a NumPy value, `.cpu()`, `.to("cpu")`, results of ops on CPU values; a
+      `torch.as_tensor` of a NumPy value, torchvision's image conversions (`transforms.ToTensor()(image)`,
+      `TF.to_tensor(image)`, `pil_to_tensor(image)`), `.cpu()`, `.to("cpu")`, results of ops on CPU
+      values (indexing that drops no dimension too: `image[None]`, `x[:, 1:]`); a
       `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
       `Sequential` of such layers) and never moves: called with a placed tensor, its weights meet it
       (not one built under `with torch.device(...)` or after `set_default_device`, nor one handed to
@@ -182,7 +185,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     # built here (nn.Linear(4, 2)).
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
-        {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS},
+        {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS}
+        | {"ToTensor", "to_tensor"},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 

@@ -8,7 +8,7 @@ from ..._lazy import cst
 from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
-from .facts import SELF, FileFacts, crossing
+from .facts import SELF, FileFacts, crossing, declared_global
 from .layers import Layers
 from .loops import Loops
 from .methods import given_by_siblings, returned_by
@@ -47,7 +47,8 @@ def start_file(context, module: "cst.Module") -> None:
         facts.nccl = starts_nccl(context.source)
         context._flow_facts = facts
         top = flow_of(context, module)
-        facts.globals = crossing(top.env)
+        rebound = declared_global(context.source)  # a function may rebind them: not the module's facts
+        facts.globals = {name: fact for name, fact in crossing(top.env).items() if name not in rebound}
         facts.default_device = top.default_device
         facts.note_calls(top.calls)
 

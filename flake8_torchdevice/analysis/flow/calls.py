@@ -17,7 +17,8 @@ from .values import (
 from .layers import is_cpu_layer
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, CPU_ON_PURPOSE, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
-    FRAMEWORK_CALLS, KEEPING_METHODS, PLOT_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    FRAMEWORK_CALLS, IMAGE_TO_TENSOR_CLASSES, IMAGE_TO_TENSOR_FUNCTIONS, KEEPING_METHODS, PLOT_METHODS, REDUCTIONS,
+    SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
 
@@ -37,6 +38,10 @@ class Calls:
             return self.factory(call, qualified, env)
         if qualified == "torch.load":
             return self.load(call, env)
+        if _to_tensor(call, qualified, self.names):
+            for arg in call.args:
+                self.ev(arg.value, env)
+            return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
         if layer_state(qualified) == "module":
             return self.built_layer(call, qualified, env)
         if qualified in DEFAULT_DEVICE_SETTERS:
@@ -278,6 +283,15 @@ GRADIENT_FUNCTIONS = {
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def _to_tensor(call: cst.Call, qualified: str, names) -> bool:
+    """``transforms.ToTensor()(image)``, ``TF.to_tensor(image)``, ``pil_to_tensor(image)``: a new
+    CPU tensor made from a PIL image or an array."""
+    if isinstance(call.func, cst.Call):
+        qualified = names.qualify(call.func.func) or ""
+        return qualified in IMAGE_TO_TENSOR_CLASSES
+    return qualified in IMAGE_TO_TENSOR_FUNCTIONS
 
 
 def _device_check_off(call: cst.Call) -> bool:

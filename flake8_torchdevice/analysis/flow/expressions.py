@@ -134,7 +134,8 @@ class Expressions:
         if base.kind == PLACED:
             return base
         if base.kind == CPU and not base.label.startswith("torch.load"):
-            return base.derived(zero=True)  # counts[j]: maybe one element
+            # counts[j]: maybe one element; image[None], x[:, 1:]: as many dimensions or more
+            return base.derived() if _keeps_dims(expr) else base.derived(zero=True)
         return None
 
     def index_with(self, expr, base: Optional[Value], index: Optional[Value]) -> None:
@@ -180,3 +181,13 @@ def _expression_children(expr) -> list:
     if isinstance(expr, cst.FormattedString):
         return [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
     return []
+
+
+def _keeps_dims(expr: "cst.Subscript") -> bool:
+    """``x[None]``, ``x[:, None]``, ``x[..., 1:]``: slices, ``None`` and ``...`` drop no dimension."""
+    return all(
+        isinstance(element.slice, cst.Slice)
+        or isinstance(element.slice.value, cst.Ellipsis)
+        or isinstance(element.slice.value, cst.Name) and element.slice.value.value == "None"
+        for element in expr.slice
+    )

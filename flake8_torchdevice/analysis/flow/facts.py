@@ -13,6 +13,7 @@ from the point it is bound, as the walk is in source order.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from ..._lazy import cst
@@ -126,6 +127,16 @@ def crossing(env: dict, prefix: str = "") -> dict:
             fact.param = False
             facts[name] = fact
     return facts
+
+
+_GLOBAL = re.compile(r"^[ \t]*global[ \t]+(\w+(?:[ \t]*,[ \t]*\w+)*)", re.M)
+
+
+def declared_global(source: str) -> set:
+    """The names some function declares ``global`` (``global base_image``): it may rebind them, so
+    what module code bound them to says nothing in the others. Read from the text, whatever units
+    the engine parses."""
+    return {name.strip() for match in _GLOBAL.finditer(source) for name in match.group(1).split(",")}
 
 
 def is_main_guard(test) -> bool:

@@ -35,6 +35,11 @@ COMBINE_FUNCS = frozenset(
 # torch's test comparisons check that both sides are on one device (``check_device=True`` by default):
 # "The values for attribute 'device' do not match: cuda:0 != cpu."
 DEVICE_CHECKED_COMPARISONS = frozenset({"torch.testing.assert_close", "torch.testing.assert_allclose"})
+# torchvision's image conversions: a new CPU tensor (a class is called on the image once built).
+IMAGE_TO_TENSOR_CLASSES = frozenset({"torchvision.transforms.ToTensor", "torchvision.transforms.PILToTensor"})
+IMAGE_TO_TENSOR_FUNCTIONS = frozenset(
+    f"torchvision.transforms.functional.{name}" for name in ("to_tensor", "pil_to_tensor")
+)
 COMBINE_METHODS = frozenset(
     """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
     minimum matmul mm bmm dot masked_fill masked_select where logical_and logical_or atan2 lerp
