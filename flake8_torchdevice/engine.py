@@ -297,13 +297,15 @@ def _names_at(index: StatementIndex, lines: set) -> set:
 
 def _definitions_reading(index: StatementIndex, names: set) -> list[int]:
     """The first line of each top-level function and method of a top-level class that reads one of ``names``."""
+    if not names:
+        return []
     defs = []
     for top in index.top:
         if isinstance(top.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs.append(top.node)
         elif isinstance(top.node, ast.ClassDef):
             defs += [m for m in top.node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return [d.lineno for d in defs if names and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
+    return [d.lineno for d in defs if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
 
 
 _IMPORT = -1  # the key of a module-level import statement's line

@@ -362,33 +362,33 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         constant = isinstance(target, cst.Name) and target.value in self._cuda_constants
         return constant or cuda_literal(target, self.names)
 
-    def _per_process(self, path: cst.BaseExpression, depth: int = 3) -> bool:
+    def _per_process(self, path: cst.BaseExpression) -> bool:
         """Does the path name one file per process (``"queue" + str(args.rank) + ".pth"``), also
         through a name or a ``self`` attribute it was built from (``self.weight_name``)?"""
         attributes = self._classes[-1].attributes if self._classes else {}
-        for node in subtree(path):
-            if _RANK.search(last_name(node) or ""):
-                return True
-            bound = self._bound[-1].get(node.value) if isinstance(node, cst.Name) else \
-                attributes.get(node.attr.value) if _is_self_attribute(node) else None
-            if depth and bound is not None and bound is not path and self._per_process(bound, depth - 1):
-                return True
-        return False
+        return any(_RANK.search(last_name(node) or "")
+                   for part in self._built_from(path, attributes) for node in subtree(part))
 
     def _dataset_constructor(self) -> bool:
         """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``)?"""
         return bool(self._classes) and self._classes[-1].dataset and self._functions[-1:] == ["__init__"]
 
-    def _path_names(self, path: cst.BaseExpression, depth: int = 3) -> set[str]:
+    def _path_names(self, path: cst.BaseExpression) -> set[str]:
         """The file-name literals of a path, also through the names it was built from in this
         scope (``save_path = os.path.join(d, save_filename)``, ``save_filename = "%s_net.pth" % e``)."""
-        names = _file_names(path)
-        if depth:
-            bound = self._bound[-1]
-            for node in subtree(path):
-                if isinstance(node, cst.Name) and node.value in bound and bound[node.value] is not path:
-                    names |= self._path_names(bound[node.value], depth - 1)
-        return names
+        return set().union(*map(_file_names, self._built_from(path)))
+
+    def _built_from(self, path: cst.BaseExpression, attributes: Optional[dict] = None, depth: int = 3):
+        """The path, then what the names in it (and the ``self`` attributes, given their bindings)
+        were last bound to in this scope, three bindings deep."""
+        yield path
+        if not depth:
+            return
+        for node in subtree(path):
+            bound = self._bound[-1].get(node.value) if isinstance(node, cst.Name) else \
+                attributes.get(node.attr.value) if attributes and _is_self_attribute(node) else None
+            if bound is not None and bound is not path:
+                yield from self._built_from(bound, attributes, depth - 1)
 
     def _caller_path(self, call: cst.Call) -> bool:
         """Does the loaded path come from the enclosing function's caller (a parameter)?"""
