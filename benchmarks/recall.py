@@ -41,8 +41,8 @@ if str(REPO) not in sys.path:  # run from a clone without installing
 
 from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
 
-# tune, the first held-out third (2026-11-25), and batch 2 (2026-11-27): quoted separately.
-SPLITS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8")
+# tune, the first held-out third (2026-11-25), and batches 2-9: quoted separately.
+SPLITS = ("tune", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9")
 
 
 class CorpusError(Exception):
