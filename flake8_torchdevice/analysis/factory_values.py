@@ -130,7 +130,8 @@ class FactoryValues:
                 self._children(element.slice)
         return kinds
 
-    def _comprehension(self, expr) -> None:
+    def _comprehension(self, expr):
+        """Evaluate a comprehension in its own scope; the kind of its element (None for a dict)."""
         saved = dict(self._env)
         clause = expr.for_in
         while clause is not None:
@@ -139,13 +140,15 @@ class FactoryValues:
             for condition in clause.ifs:
                 self._kind(condition.test)
             clause = clause.inner_for_in
+        element = None
         if isinstance(expr, cst.DictComp):
             self._kind(expr.key)
             self._kind(expr.value)
         else:
-            self._kind(expr.elt)
+            element = self._kind(expr.elt)
         self._env.clear()
         self._env.update(saved)
+        return element
 
     def _compare(self, expr: cst.Comparison):
         left = self._kind(expr.left)
@@ -250,7 +253,10 @@ class FactoryValues:
         self._used_as_tensor(receiver, method)
         if method == "numpy" and tagged(receiver, "T") and receiver[2] and self._groups:
             self._groups[-1].cpu_bound.update(receiver[1])  # x.numpy() fails on a GPU: CPU code
-        args = [self._kind(arg.value) for arg in call.args if tensor_arg(arg)]
+        # A call of the module's own layer or helper reads into a list of tensors it is given
+        # (``self.fpn([x2, x3])``); other methods' list arguments stay what they are.
+        read = self._arg_kinds if is_self_member(func.value) else (lambda arg: [self._kind(arg.value)])
+        args = [kind for arg in call.args if tensor_arg(arg) for kind in read(arg)]
         for arg in call.args:
             if not tensor_arg(arg):
                 self._kind(arg.value)
@@ -290,9 +296,13 @@ class FactoryValues:
         return ("C", call, receiver[2])
 
     def _arg_kinds(self, arg: cst.Arg) -> list:
-        """Kinds of an argument, looking into a literal list/tuple (torch.cat([...]))."""
+        """Kinds of an argument, looking into a literal list/tuple (torch.cat([...])) and into
+        a list or generator comprehension, whose items are its element's kind
+        (``torch.cat([self.head(f) for f in features])``)."""
         if isinstance(arg.value, (cst.List, cst.Tuple)):
             return [self._kind(e.value) for e in arg.value.elements]
+        if isinstance(arg.value, (cst.ListComp, cst.GeneratorExp)):
+            return [self._comprehension(arg.value)]
         return [self._kind(arg.value)]
 
     def _used_as_tensor(self, kind, member: Optional[str]) -> None:
@@ -306,6 +316,8 @@ class FactoryValues:
         whose weights are wherever the module was moved."""
         if is_layer_attribute(self.names, self._groups[-1].layers_of, attr):
             self._cpu_into_layer(call, f"self.{attr}", args)
+            for kind in args:  # a layer with weights takes tensors: what it is given is one
+                self._used_as_tensor(kind, None)
 
     def _layer_of_self(self, func: cst.BaseExpression) -> Optional[str]:
         """How to name ``func`` if it is one of a module's layers taken from ``self``: a loop

@@ -29,7 +29,11 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
 
     The rule follows the data, not names: a parameter counts as a tensor input once the
     function uses it as one (a tensor attribute or method such as `x.shape`, `x.float()`,
-    `x[:, None]`, passing it to a torch function, or a `Tensor` annotation).
+    `x[:, None]`, passing it to a torch function or, in a module's method, to one of the
+    module's layers with weights, or a `Tensor` annotation). Values derived from it flow through
+    the module's own layers and helpers, a list of them handed to one (`self.fpn([x2, x3])`), and
+    a list comprehension or generator given to a torch function
+    (`torch.cat([self.head(f) for f in features])`).
 
     Not flagged:
     - `*_like` factories and `Tensor.new_*` (they inherit the input's device);

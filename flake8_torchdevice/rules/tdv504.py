@@ -89,8 +89,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       check or the code's GPU switch) or rebound after a move;
     - 0-dim factories (`torch.tensor(2.0)`) in out-of-place ops, which mix with CUDA
       tensors legally;
-    - inputs never used as tensors, typed or defaulted as numbers or strings, or sent
-      through `.numpy()` (CPU code by design);
+    - inputs never used as tensors (a tensor attribute or method, a torch function, or one of
+      the module's layers with weights, as TDV502's page says), typed or defaulted as numbers or
+      strings, or sent through `.numpy()` (CPU code by design);
     - methods other than `forward` (and a metric's `update`), classes that are not
       modules or metrics as far as this file shows, and test modules (a toy module in a
       test runs where the test puts it).
