@@ -93,11 +93,17 @@ def test_cuda_is_reported_only_when_the_module_places_with_to_device():
 @pytest.mark.parametrize(
     "move",
     ["x.to(device)", "x.to(args.device)", "x.to(self.target_device)", "x.to(dev)", "x.to(device_)",
-     "x.to('mps')", "x.to(f'cuda:{rank}')", "x.to(torch.device('cpu'))", "x.to(device=dev)",
+     "x.to('mps')", "x.to(f'cuda:{rank}')", "x.to(device=dev)",
      "x.to(dtype=torch.half, device=args.device)"],
 )
 def test_device_moves(move):
     assert found(f"import torch\nm.cuda()\ny = {move}\n") == [(2, "TDV101")]
+
+
+@pytest.mark.parametrize("move", ["x.to(torch.device('cpu'))", "x.to('cpu')", "x.to(device='cpu:0')"])
+def test_a_literal_cpu_target_brings_a_value_back_and_chooses_nothing(move):
+    # A CUDA-only script that reads its results back (``out.to(torch.device("cpu"))``).
+    assert found(f"import torch\nm.cuda()\ny = {move}\n") == []
 
 
 @pytest.mark.parametrize(

@@ -146,9 +146,10 @@ class RoundTrips:
         if path is None:
             return
         key = layout_free(path)
-        saves = [part for part in subtree(node) if isinstance(part, cst.Call)
-                 and self.names.qualify(part.func) in self.ROUND_TRIP_SAVES and file_argument(part, 1) == key]
-        if saves and not any(_holds_weights(part) for part in subtree(node)):
+        calls = [part for part in subtree(node) if isinstance(part, cst.Call)]
+        saves = [call for call in calls
+                 if self.names.qualify(call.func) in self.ROUND_TRIP_SAVES and file_argument(call, 1) == key]
+        if saves and not _caches_weights(node, saves, calls):
             self._saved[-1].add(key)
 
     def note_save(self, call: cst.Call, position: int) -> None:
@@ -171,6 +172,25 @@ class RoundTrips:
 # A model's weights: what a cache of data does not hold. A model trained on a miss and saved
 # from the GPU is another run's checkpoint on the next machine.
 _WEIGHTS = re.compile(r"state_dict|model|net|module|encoder|decoder|generator|discriminator", re.I)
+
+
+def _caches_weights(node: cst.If, saves: list, calls: list) -> bool:
+    """Does this cache hold a model's weights? What it saves speaks of them
+    (``torch.save(model.state_dict(), p)``), it loads them into a module (``load_state_dict``),
+    or the name the load is bound to does (``net = torch.load(p)``). A model handed to the code
+    that computes the cached data (``latents = encode(net, loader)``) is no weight in the file."""
+    saved = [part for save in saves if save.args for part in subtree(save.args[0].value)]
+    if any(_holds_weights(part) for part in saved):
+        return True
+    if any(isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict" for call in calls):
+        return True
+    key = layout_free(_existence_checked(node.test))
+    loads = {id(call) for call in calls if call not in saves and file_argument(call, 0) == key}
+    for part in subtree(node.body):
+        if isinstance(part, cst.Assign) and any(id(inner) in loads for inner in subtree(part.value)):
+            if any(_holds_weights(name) for target in part.targets for name in subtree(target.target)):
+                return True
+    return False
 
 
 def _holds_weights(node: cst.CSTNode) -> bool:

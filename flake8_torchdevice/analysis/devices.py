@@ -67,18 +67,30 @@ def is_device_expression(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return is_device_name(expr)
 
 
-def is_device_move(call: cst.Call, names: NameResolver) -> bool:
+def is_device_move(call: cst.Call, names: NameResolver, cpu_chooses: bool = True) -> bool:
     """A ``.to()`` call that chooses a device (not ``.to(torch.float16)``):
     the premise of "this module chooses its device". The literal ``"cuda"``,
     ``"cuda:0"`` and ``torch.device("cuda")`` are no choice: they go where
     ``.cuda()`` goes (a CUDA-bound script is consistent); a device held in a
-    variable or chosen at run time is."""
+    variable or chosen at run time is, and so is another machine's literal type
+    (``.to("mps")``). The literal CPU is one where ``cpu_chooses``: code that puts
+    its state on the CPU (an optimizer for CPU tensors) runs there; for a rule
+    that asks whether a ``.cuda()`` breaks a choice made at run time it is none
+    (``out.to(torch.device("cpu"))`` brings a result back)."""
     target = device_argument(call)
     return (
         target is not None
         and is_device_expression(target, names)
         and not literal_first_cuda(target, names)
+        and (cpu_chooses or not _cpu_literal(target, names))
     )
+
+
+def _cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``"cpu"``, ``torch.device("cpu")``: the literal CPU (``"mps"`` is a choice of machine)."""
+    expr = _device_type(expr, names)
+    text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return text is not None and text.partition(":")[0] == "cpu"
 
 
 def device_targets(call: cst.Call) -> list:
@@ -210,6 +222,8 @@ class DeviceChoice(AssignmentBindings):
     names' bindings are read wherever they are."""
 
     READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes", "*device", "dev", "accelerator"})
+    # Is ``.to("cpu")`` a choice of device (``is_device_move``)?
+    CPU_CHOOSES = True
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -279,7 +293,8 @@ class DeviceChoice(AssignmentBindings):
     def note_call(self, call: cst.Call) -> None:
         """Call from the rule's ``visit_Call`` for every call."""
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "to" and is_device_move(call, self.names):
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and is_device_move(
+                call, self.names, self.CPU_CHOOSES):
             target = device_argument(call)
             name = target.value if isinstance(target, cst.Name) else None
             self.device_scope.moves.append((is_module_receiver(call, self.is_statement(call)),

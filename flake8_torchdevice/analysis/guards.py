@@ -292,15 +292,27 @@ class CudaGuards:
 
     def visit_If(self, node: cst.If) -> None:
         # ``if not x.is_cuda: x = x.cuda()`` runs its body without CUDA: a
-        # negated check guards the ``else`` branch only.
+        # negated check guards the ``else`` branch only -- and every ``elif`` after
+        # it (``if not torch.cuda.is_available(): ... elif args.distributed: m.cuda()``).
+        inherited = False
+        if self._if_stack and self._if_stack[-1][0].orelse is node:  # an ``elif``
+            self._pop()  # the branch above it is left: its guard no longer holds
+            inherited = self._else_guarded(self._if_stack[-1])
+            self._push(inherited)
         negative = is_no_cuda_test(node.test, self.names)
-        self._push(is_cuda_test(node.test) and not negative)
-        self._if_stack.append((node, negative))
+        self._push((is_cuda_test(node.test) and not negative) or inherited)
+        self._if_stack.append((node, negative, inherited))
 
     def visit_Else(self, node: cst.Else) -> None:
         if self._if_stack and self._if_stack[-1][0].orelse is node:
             self._pop()
-            self._push(self._if_stack[-1][1])
+            self._push(self._else_guarded(self._if_stack[-1]))
+
+    @staticmethod
+    def _else_guarded(frame: tuple) -> bool:
+        """Does the ``else`` (or ``elif``) of this ``if`` run only where CUDA is?"""
+        _, negative, inherited = frame
+        return negative or inherited
 
     def leave_If(self, node: cst.If) -> None:
         self._if_stack.pop()

@@ -121,7 +121,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
 
     ## When it does not report
     - `.cuda()` under a CUDA check (`if torch.cuda.is_available():`, `x.is_cuda`, `device.type == "cuda"`, a
-      `use_cuda`/`args.gpu` flag), after an early exit when CUDA is missing (also at module level:
+      `use_cuda`/`args.gpu` flag), in the `elif` and `else` branches of `if not torch.cuda.is_available():` (the
+      ImageNet example's set-up chain, whose first branch is the CPU path), after an early exit when CUDA is missing
+      (also at module level:
       `if torch.cuda.device_count() == 0: sys.exit()`), or after `torch.cuda.set_device(rank)` in the same block;
     - in a function or class with a decorator or mark that speaks of CUDA or a GPU (`@onlyCUDA`,
       `@RunIf(min_cuda_gpus=2)`, `@requires_cuda`, `@pytest.mark.gpu`, a `pytest.param(..., marks=...)` case) -- torch's
@@ -133,9 +135,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     - a module's `.cuda()` when the only choices follow a value (`.to(x.device)`): that choice covers tensors;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device (unless another `.cuda()` of the function is under
       a CUDA check);
-    - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, and the literal `"cuda"` /
+    - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, the literal `"cuda"` /
       `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a
-      variable or chosen at run time is a choice); or that starts an NCCL process group (`init_process_group("nccl")`)
+      variable or chosen at run time is a choice), and the literal CPU (`out.to(torch.device("cpu"))` brings a result
+      back); or that starts an NCCL process group (`init_process_group("nccl")`)
       or a launcher that demands a GPU (`Fabric(accelerator="gpu")`, `Trainer(accelerator="cuda")`, a `LightningLite`
       started so): it needs GPUs anyway;
     - a `.cuda()` that feeds a `torch.distributed` collective (`dist.all_reduce(t.cuda())`, or `t = t.cuda()`,
@@ -194,6 +197,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     # unconditional ``torch.cuda.set_device`` makes the module a CUDA program:
     # ``.cuda()`` follows the chosen GPU wherever it is called.
     READS = DeviceChoice.READS
+    # A literal CPU target reads a result back (``out.to("cpu")``): the ``.cuda()`` breaks no choice.
+    CPU_CHOOSES = False
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -280,13 +285,13 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             self._note_cuda(node)
         elif func.attr.value == "cpu" and is_module_receiver(node, self.is_statement(node)):
             self.device_scope.offloads = True  # ``self.first_stage_model.cpu()``: offloading by hand
-        elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names):
+        elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names, False):
             self._main_chooses = True
 
     def _note_cuda(self, node: cst.Call) -> None:
         scope = self.device_scope
         if self.cuda_guarded():
-            tests = [if_node.test for if_node, _ in self._if_stack]
+            tests = [frame[0].test for frame in self._if_stack]
             if any(availability_test(test, self.names, options=False) for test in tests):
                 self._checked.add(id(scope))  # checked right here, not by a decorator, a test name or a flag
             elif any(availability_test(test, self.names) for test in tests):

@@ -94,7 +94,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       each process reads back what it wrote from the GPU it loads onto. One file shared by all ranks is reported;
     - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`): it runs where CUDA is
       (its `else` loads with `map_location`, as a rule);
-    - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights), or
+    - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights; a
+      switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`), or
       moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
       `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
       (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
@@ -111,8 +112,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       per epoch, `"{}.pkl".format(epoch)`, then the best, `"{}.pkl".format(best_epoch)`; also f-strings and
       `"%d.pt" % i`): a round trip cannot meet a missing device; so is a cache of data this code writes on a miss
       (`if os.path.isfile(p): x = torch.load(p)` / `else: ...; torch.save(x, p)`, also `p.exists()`), read back on
-      the machine that built it, unless the `if` speaks of a model's weights (`load_state_dict`, `model`, `net`,
-      `state_dict`: a model trained on a miss and saved from the GPU is another run's checkpoint); so is a
+      the machine that built it, unless the cache holds a model's weights (it saves `model.state_dict()`, a `net`,
+      loads into `load_state_dict`, or binds the load to such a name: a model trained on a miss and saved from the GPU
+      is another run's checkpoint; a model handed to the code that computes the cached data is not); so is a
       file a class's `__init__` writes and one of its methods reads (`torch.save(model.state_dict(),
       "init_params.pt")` in `__init__`, the load in `reset()`): the object exists only once it is written;
     - in a notebook, a file an earlier cell saved (`torch.save`, or a helper whose name says save:
@@ -178,6 +180,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
         # CUDA test? Then it is GPU code, whatever CPU path the module has.
         self._needs: list[_GpuNeed] = [_GpuNeed()]
+        self._test_pushes: list[bool] = []  # per open if / conditional expression: did it guard?
         self._cuda_tests = 0  # open ``if``/conditional expressions that test for CUDA
         # Per scope (the module's first): names bound to a path beside this file
         # (``os.path.join(os.path.dirname(__file__), "data/pnet.pt")``): package data.
@@ -279,18 +282,28 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._enter_test(test)
 
     def leave_If(self, node: cst.If) -> None:
-        self._cuda_tests -= is_cuda_test(node.test)
+        self._cuda_tests -= self._test_pushes.pop()
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         super().visit_IfExp(node)  # MachineEvidence's
         self._enter_test(node.test)
 
     def _enter_test(self, test: cst.BaseExpression) -> None:
-        """A branch on CUDA: code under it is guarded (the mixin notes the CPU path it implies)."""
-        self._cuda_tests += is_cuda_test(test)
+        """A branch on CUDA: code under it is guarded (the mixin notes the CPU path it implies).
+        A switch this function bound to ``True`` (``use_gpu = True; if use_gpu: m.cuda()``) is no
+        branch: its body always runs."""
+        guarded = is_cuda_test(test) and not self._constant_true(test)
+        self._test_pushes.append(guarded)
+        self._cuda_tests += guarded
+
+    def _constant_true(self, test: cst.BaseExpression) -> bool:
+        if not (isinstance(test, cst.Name) and len(self._bound) > 1):
+            return False
+        value = self._bound[-1].get(test.value)
+        return isinstance(value, cst.Name) and value.value == "True"
 
     def leave_IfExp(self, node: cst.IfExp) -> None:
-        self._cuda_tests -= is_cuda_test(node.test)
+        self._cuda_tests -= self._test_pushes.pop()
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cuda_bodies.enter(node)
