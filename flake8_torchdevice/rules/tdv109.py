@@ -133,7 +133,8 @@ class CudaSwitchStuckOn(Rule):
             self._stuck.append((node, dest, message, self.context.statement))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if id(node) not in self._called:
+        # ``args.cuda`` as a value; not ``torch.cuda`` (a module: ``torch.cuda.is_available()``).
+        if id(node) not in self._called and self.names.qualify(node) is None:
             self._read.add(node.attr.value)
 
     def leave_Module(self, node: cst.Module) -> None:
