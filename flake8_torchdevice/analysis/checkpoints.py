@@ -149,7 +149,7 @@ class RoundTrips:
         calls = [part for part in subtree(node) if isinstance(part, cst.Call)]
         saves = [call for call in calls
                  if self.names.qualify(call.func) in self.ROUND_TRIP_SAVES and file_argument(call, 1) == key]
-        if saves and not _caches_weights(node, saves, calls):
+        if saves and not _caches_weights(node, key, saves, calls):
             self._saved[-1].add(key)
 
     def note_save(self, call: cst.Call, position: int) -> None:
@@ -174,7 +174,7 @@ class RoundTrips:
 _WEIGHTS = re.compile(r"state_dict|model|net|module|encoder|decoder|generator|discriminator", re.I)
 
 
-def _caches_weights(node: cst.If, saves: list, calls: list) -> bool:
+def _caches_weights(node: cst.If, key: str, saves: list, calls: list) -> bool:
     """Does this cache hold a model's weights? What it saves speaks of them
     (``torch.save(model.state_dict(), p)``), it loads them into a module (``load_state_dict``),
     or the name the load is bound to does (``net = torch.load(p)``). A model handed to the code
@@ -184,7 +184,6 @@ def _caches_weights(node: cst.If, saves: list, calls: list) -> bool:
         return True
     if any(isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict" for call in calls):
         return True
-    key = layout_free(_existence_checked(node.test))
     loads = {id(call) for call in calls if call not in saves and file_argument(call, 0) == key}
     for part in subtree(node.body):
         if isinstance(part, cst.Assign) and any(id(inner) in loads for inner in subtree(part.value)):

@@ -23,8 +23,8 @@ def hands_options_away(source: str) -> bool:
     if not spaces:
         return False
     imported, star = _imported_names(tree)
-    if star:  # ``from utils import *``: any name the file does not define may come from there
-        local = _defined_names(tree) | set(dir(builtins))
+    # ``from utils import *``: any name the file does not define may come from there.
+    local = _defined_names(tree) | set(dir(builtins)) if star else set()
     return any(
         isinstance(node, ast.Call)
         and (_root(node.func) in imported or star and _root(node.func) not in local)

@@ -88,9 +88,7 @@ def is_device_move(call: cst.Call, names: NameResolver, cpu_chooses: bool = True
 
 def _cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """``"cpu"``, ``torch.device("cpu")``: the literal CPU (``"mps"`` is a choice of machine)."""
-    expr = _device_type(expr, names)
-    text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
-    return text is not None and text.partition(":")[0] == "cpu"
+    return _literal_type(expr, names) == "cpu"
 
 
 def device_targets(call: cst.Call) -> list:
@@ -116,9 +114,14 @@ def _device_type(expr: cst.BaseExpression, names: NameResolver) -> Optional[cst.
 def non_cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """``"cpu"``, ``"mps:0"``, ``torch.device("cpu")``, ``torch.device(type="xpu")``:
     a literal device whose type is not CUDA."""
+    return _literal_type(expr, names) in NON_CUDA_TYPES
+
+
+def _literal_type(expr: cst.BaseExpression, names: NameResolver) -> Optional[str]:
+    """The type of a literal device (``"mps"`` of ``"mps:0"`` or ``torch.device("mps")``), or None."""
     expr = _device_type(expr, names)
     text = string_value(expr) if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)) else None
-    return text is not None and bool(DEVICE_STRING.match(text)) and text.partition(":")[0] in NON_CUDA_TYPES
+    return text.partition(":")[0] if text is not None and DEVICE_STRING.match(text) else None
 
 
 def is_cpu_string(node: cst.CSTNode) -> bool:

@@ -285,7 +285,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             self._note_cuda(node)
         elif func.attr.value == "cpu" and is_module_receiver(node, self.is_statement(node)):
             self.device_scope.offloads = True  # ``self.first_stage_model.cpu()``: offloading by hand
-        elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names, False):
+        elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names, self.CPU_CHOOSES):
             self._main_chooses = True
 
     def _note_cuda(self, node: cst.Call) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.cli_options import hands_options_away
-from ..analysis.code import string_value
+from ..analysis.code import argument, string_value
 from ..rule import STATEMENT, Rule
 
 # The option names a CUDA switch: ``--cuda``, ``--gpu``, ``--use-cuda``, ``--use_gpu``,
@@ -166,10 +166,8 @@ def _switch_option(call: cst.Call) -> Optional[str]:
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg.value
-    return None
+    arg = argument(call, None, name)
+    return None if arg is None else arg.value
 
 
 def _keyword_string(call: cst.Call, name: str) -> Optional[str]:
