@@ -180,19 +180,19 @@ def _caches_weights(node: cst.If, key: str, saves: list, calls: list) -> bool:
     or the name the load is bound to does (``net = torch.load(p)``). A model handed to the code
     that computes the cached data (``latents = encode(net, loader)``) is no weight in the file."""
     saved = [part for save in saves if save.args for part in subtree(save.args[0].value)]
-    if any(holds_weights(part) for part in saved):
+    if any(_holds_weights(part) for part in saved):
         return True
     if any(isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict" for call in calls):
         return True
     loads = {id(call) for call in calls if call not in saves and file_argument(call, 0) == key}
     for part in subtree(node.body):
         if isinstance(part, cst.Assign) and any(id(inner) in loads for inner in subtree(part.value)):
-            if any(holds_weights(name) for target in part.targets for name in subtree(target.target)):
+            if any(_holds_weights(name) for target in part.targets for name in subtree(target.target)):
                 return True
     return False
 
 
-def holds_weights(node: cst.CSTNode) -> bool:
+def _holds_weights(node: cst.CSTNode) -> bool:
     """``model.load_state_dict(...)``, ``torch.save(net.state_dict(), p)``, ``best_unet``: a
     name or attribute that speaks of a model's weights."""
     if isinstance(node, cst.Name):

@@ -19,10 +19,12 @@ it adds them to its own), so the engine's selection keeps them parsed.
 
 from __future__ import annotations
 
+import re
+
 from .._lazy import cst
-from .code import string_value
+from .code import last_name, string_value
 from .devices import device_argument, is_cpu_string, is_module_receiver
-from .guards import is_cuda_test
+from .guards import is_cuda_flag, is_cuda_test
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 _RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
@@ -40,6 +42,15 @@ READS = frozenset(
     {"cpu", "is_available", "DistributedDataParallel", "set_device", "*cuda", "*gpu", "Accelerator", "Fabric"}
     | _CPU_FLAGS | _RANK_WORDS
 )
+
+
+# Names of a switch between one GPU and several (``multigpus``, ``use_multi_gpu``).
+_SEVERAL_GPUS = re.compile(r"multi(?:ple)?_?gpu", re.I)
+
+
+def _several_gpus_switch(test: cst.BaseExpression) -> bool:
+    """``if multigpus:`` / ``args.multi_gpu``: a flag alone whose name says several GPUs."""
+    return is_cuda_flag(test) and bool(_SEVERAL_GPUS.search(last_name(test) or ""))
 
 
 class MachineEvidence:
@@ -110,8 +121,9 @@ class MachineEvidence:
     def _note_branch(self, test: cst.BaseExpression) -> None:
         """An ``if`` / conditional expression whose test ``guards.is_cuda_test`` accepts
         (``if opt.cuda:``, ``if torch.cuda.is_available():``): the code also runs with it off,
-        on the CPU. Not under ``assert``: that requires CUDA."""
-        if not self._asserts and is_cuda_test(test):
+        on the CPU. Not under ``assert``: that requires CUDA. Not a switch between one GPU and
+        several (``self.model.module if multigpus else self.model``): its other branch is a GPU's too."""
+        if not self._asserts and is_cuda_test(test) and not _several_gpus_switch(test):
             self.has_cpu_path = True
 
     def note_machine_call(self, call: cst.Call) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis import machines
-from ..analysis.checkpoints import RoundTrips, cpu_map_location, file_argument, has_map_location, holds_weights
+from ..analysis.checkpoints import RoundTrips, cpu_map_location, file_argument, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
@@ -85,12 +85,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     ## When it does not report
     - code with no sign of another machine: no CPU path, one GPU, and the path not given by a caller (a CUDA-only
-      script, `assert torch.cuda.is_available()` with no process per GPU);
+      script, `assert torch.cuda.is_available()` with no process per GPU; a switch between one GPU and several,
+      `self.model.module if multigpus else self.model`, is no CPU path);
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
-      module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine.
-      A class whose `torch.save` writes a model's weights (the `module.state_dict()` it takes, or a value named
-      for them, `torch.save(net, f)`) is still reported where its caller names the path: a training run's
-      checkpoints are resumed and evaluated on other machines;
+      module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
     - a file named per process (its rank in the path: `"queue" + str(args.rank) + ".pth"`, also through a name or a
       `self` attribute built from it) that this module also writes with `torch.save` to the same path expression:
@@ -212,9 +210,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         for load in frame.loads:
             # A class that saves itself (``save(path)`` / ``load(path)``) reads back its own
             # state: that its caller names the path is no evidence of another machine.
-            # Unless what it saves is a model's weights (``module.state_dict()``): a training run's
-            # checkpoints, resumed or evaluated on other machines.
-            load.caller_path = load.caller_path and not (frame.writes and not frame.saves_weights)
+            load.caller_path = load.caller_path and not frame.writes
         (self._classes[-1].loads if self._classes else self._loads).extend(frame.loads)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -338,8 +334,6 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self.note_session_save(node, name in TORCH_SAVES)
         if self._classes and _writes_file(name, node):
             self._classes[-1].writes = True
-        if self._classes:
-            self._classes[-1].note_weights(node, name in TORCH_SAVES)
         if name not in TORCH_LOADS or has_map_location(node) or self.saved_here(node):
             return
         # Tests read what they wrote (tmp dirs, handlers run a few lines
@@ -501,25 +495,8 @@ class _ClassFrame:
         self.data = data  # a Dataset / DataModule / Sampler... class
         self.dataset = dataset  # a Dataset itself (what a DataLoader serves)
         self.writes = False  # it calls torch.save (or a *save helper) itself
-        self.torch_saves = False  # it calls torch.save itself
-        self.takes_state = False  # it calls ``.state_dict()``
-        self.weights_named = False  # what it hands to torch.save speaks of weights (``torch.save(net, f)``)
         self.loads: list[_Load] = []  # waiting for the class's end
         self.attributes: dict = {}  # what its methods bound each ``self.<name>`` to (the last binding seen)
-
-    def note_weights(self, call: cst.Call, torch_save: bool) -> None:
-        if _is_method(call, "state_dict"):
-            self.takes_state = True
-        if torch_save:
-            self.torch_saves = True
-            saved = argument(call, 0, "obj")
-            self.weights_named |= saved is not None and any(map(holds_weights, subtree(saved.value)))
-
-    @property
-    def saves_weights(self) -> bool:
-        """Does its own ``torch.save`` write a model's weights: the state dicts it takes
-        (``outdict[name] = module.state_dict(); torch.save(outdict, f)``) or a value named for them?"""
-        return self.torch_saves and (self.takes_state or self.weights_named)
 
 
 def _writes_file(name: Optional[str], call: cst.Call) -> bool:

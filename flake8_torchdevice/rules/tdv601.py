@@ -103,8 +103,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       whose own code sets one (`if args.cuda: torch.set_default_tensor_type(
       "torch.cuda.FloatTensor")`): it lands on that default device;
     - the targets and lengths of a CTC loss (`nn.CTCLoss`, `F.ctc_loss`, or any loss called with four positional
-      arguments: log-probabilities, targets, input lengths, target lengths), which CTC takes on the CPU too (cuDNN's
-      CTC requires CPU lengths);
+      arguments: log-probabilities, targets, input lengths, target lengths, also one moved to the device such as
+      warp-ctc's `CTCLoss().cuda()`), which CTC takes on the CPU too (cuDNN's CTC requires CPU lengths, warp-ctc
+      CPU labels);
     - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`,
       `if not torch.cuda.is_available()`, the `else` of a CUDA check, and the `else` of the code's own GPU
       switch, `if self.gpu_mode:` / `if args.cuda:`: the run with the switch off, where what it moves stayed put);

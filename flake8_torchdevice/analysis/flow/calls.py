@@ -103,10 +103,12 @@ class Calls:
         if is_cpu_layer(callee):
             return self.cpu_layer_call(call, callee, args)
         if callee is not None and callee.kind in (PLACED, MOVED):
-            if _is_ctc(callee):  # ``criterion = nn.CTCLoss().to(device)``
+            if _is_ctc(callee) or (_names_a_loss(name) and _ctc_shaped(call, callee)):
+                # ``criterion = nn.CTCLoss().to(device)``, or a loss of another library called with
+                # CTC's four tensors (warp-ctc's ``CTCLoss().cuda()`` takes CPU labels and lengths)
                 return placed_result([v for _, v in args])
             return self.module_call(call, callee, args)
-        if callee is not None and callee.kind == LOSS or "loss" in name.lower() or "criterion" in name.lower():
+        if callee is not None and callee.kind == LOSS or _names_a_loss(name):
             if not _ctc_shaped(call, callee):
                 self.combine_all(call, [v for _, v in args])
             return placed_result([v for _, v in args])
@@ -324,6 +326,11 @@ def _keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:
 def _is_ctc(callee: Optional[Value]) -> bool:
     """An ``nn.CTCLoss``, moved or not."""
     return callee is not None and callee.ctc
+
+
+def _names_a_loss(name: str) -> bool:
+    """``criterion``, ``ctc_loss``, ``self.loss_fn``: a name that says loss."""
+    return "loss" in name.lower() or "criterion" in name.lower()
 
 
 def _ctc_shaped(call: cst.Call, callee: Optional[Value]) -> bool:
