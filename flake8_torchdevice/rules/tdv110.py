@@ -43,7 +43,11 @@ class _Class:
 
 
 class InputMovedToGuessedDevice(Rule):
-    r"""## What it does
+    r"""**On by default.** Precision on held-out user code: 5 of 5 findings true or latent (v2-v20), none a
+    first read: the class came from a recall fix (docs/precision.md). Fewer than 15 exist: a guessed device
+    inside a module's own methods is rare.
+
+    ## What it does
     Flags, in a method of an `nn.Module`, a move of a value to a device the method guesses from
     the machine (`"cuda" if torch.cuda.is_available() else "cpu"`, with or without an `"mps"`
     branch, also inside `torch.device(...)`), where the moved value then reaches the module's
