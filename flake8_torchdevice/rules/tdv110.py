@@ -9,7 +9,7 @@ from .._lazy import cst
 from ..analysis.code import argument, subtree, target_names
 from ..analysis.devices import device_argument
 from ..analysis.modules import class_kind, is_layer_attribute
-from ..rule import CLASS, Rule
+from ..rule import CLASS, Fix, Rule
 
 # Questions about the machine, not about the module: their answer is the same for a
 # module kept on the CPU of a GPU machine as for one placed on the GPU.
@@ -84,8 +84,11 @@ class InputMovedToGuessedDevice(Rule):
     ```
 
     ## Fix safety
-    None: the module's own device is `next(self.parameters()).device` for a module with
-    parameters, a buffer's device for one with buffers only; which one is the author's call.
+    Unsafe. `torchdevice --fix --unsafe-fixes` replaces the guessed device of a move that reaches
+    the module's weights with `next(self.parameters()).device`, which raises `StopIteration` in a
+    module without parameters (one with buffers only wants a buffer's device). State kept in a
+    plain attribute is not rewritten: registering it as a buffer changes the module's
+    `state_dict`, which is the author's call.
 
     ## When it does not report
     - a class that moves itself to a device (`self.to(device)`, `self.cuda()`): it places its
@@ -123,6 +126,7 @@ class InputMovedToGuessedDevice(Rule):
 
     CODE = "TDV110"
     NAME = "module-input-to-guessed-device"
+    FIX = "unsafe"
     SUMMARY = "a module moves its input, or keeps its state, on a device guessed from the machine, not on its own"
     MESSAGE = (
         "{name} is moved to a device guessed from the machine, not to this module's own device: a module "
@@ -168,7 +172,9 @@ class InputMovedToGuessedDevice(Rule):
                         self._report(name, move)
 
     def _report(self, name: str, move: tuple) -> None:
-        self.report(move[0], self.MESSAGE.format(name=name), statement=move[1])
+        target = _guess_of(move[0])
+        fix = Fix(cst.parse_expression(_OWN_DEVICE), target=target) if target is not None else None
+        self.report(move[0], self.MESSAGE.format(name=name), fix=fix, statement=move[1])
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         in_class = bool(self._classes) and not self._methods
@@ -290,6 +296,16 @@ class InputMovedToGuessedDevice(Rule):
         return isinstance(value, cst.IfExp) and any(
             isinstance(part, cst.Call) and self.names.qualify(part.func) in _MACHINE_QUESTIONS
             for part in subtree(value.test))
+
+
+# The module's own device, as the fix writes it.
+_OWN_DEVICE = "next(self.parameters()).device"
+
+
+def _guess_of(move: cst.Call) -> Optional[cst.BaseExpression]:
+    """The device expression a move names: ``device=`` of a factory, else ``.to()``'s target."""
+    made_on = argument(move, None, "device")
+    return made_on.value if made_on is not None else device_argument(move)
 
 
 # Methods that put a tensor where another value is: a read through them follows that value.
