@@ -133,17 +133,16 @@ class InputMovedToGuessedDevice(Rule):
         "kept on the CPU of a GPU machine (or on another GPU) gets its input elsewhere; move it to "
         "next(self.parameters()).device"
     )
-    # The guess and the move are in the method that moves; the weights it meets may be
-    # reached through another method of the class.
     STATE_MESSAGE = (
         "self.{name} is kept on a device guessed from the machine, in a plain attribute that .to() "
         "does not move: a module kept on the CPU of a GPU machine (or on another GPU) meets it elsewhere; "
         "register it as a buffer (self.register_buffer) or move it to the input's device where it is used"
     )
+    # The guess and the move are in the method that moves; the weights it meets may be
+    # reached through another method of the class, which SCOPE keeps.
     NEEDS = [{"*is_available", "device_count"}, {".to("}]
     TOGETHER = True
     SCOPE = CLASS
-    READS = frozenset({"self"})
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -172,7 +171,7 @@ class InputMovedToGuessedDevice(Rule):
                         self._report(name, move)
 
     def _report(self, name: str, move: tuple) -> None:
-        target = _guess_of(move[0])
+        target = device_argument(move[0])  # ``device=`` of a factory, else ``.to()``'s target
         fix = Fix(cst.parse_expression(_OWN_DEVICE), target=target) if target is not None else None
         self.report(move[0], self.MESSAGE.format(name=name), fix=fix, statement=move[1])
 
@@ -193,17 +192,16 @@ class InputMovedToGuessedDevice(Rule):
         method = self._method
         if method is None:
             return
+        move = self._move(node.value)
         for target in node.targets:
             attr = _self_attribute(target.target)
             self._followed.add(id(target.target))  # a binding, not a read
-            move = self._move(node.value) if attr else None
-            if move is not None:
+            if attr and move is not None:
                 self._classes[-1].state[attr] = (move, self.context.statement, method.name)
         names = [name for target in node.targets for name in target_names(target.target)]
         if self._guessed(node.value):
             method.guesses.update(names)
             return
-        move = self._move(node.value)
         for name in names:
             method.guesses.discard(name)
             method.moved.pop(name, None)
@@ -300,12 +298,6 @@ class InputMovedToGuessedDevice(Rule):
 
 # The module's own device, as the fix writes it.
 _OWN_DEVICE = "next(self.parameters()).device"
-
-
-def _guess_of(move: cst.Call) -> Optional[cst.BaseExpression]:
-    """The device expression a move names: ``device=`` of a factory, else ``.to()``'s target."""
-    made_on = argument(move, None, "device")
-    return made_on.value if made_on is not None else device_argument(move)
 
 
 # Methods that put a tensor where another value is: a read through them follows that value.
