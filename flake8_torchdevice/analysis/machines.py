@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from .._lazy import cst
-from .code import last_name, string_value
+from .code import last_name, string_value, subtree
 from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
 
@@ -46,6 +46,19 @@ READS = frozenset(
 
 # Names of a switch between one GPU and several (``multigpus``, ``use_multi_gpu``).
 _SEVERAL_GPUS = re.compile(r"multi(?:ple)?_?gpu", re.I)
+
+
+def _sets_visible_devices(target: cst.BaseExpression) -> bool:
+    """``os.environ["CUDA_VISIBLE_DEVICES"]``: the GPUs a process may see, renumbered from 0."""
+    if not isinstance(target, cst.Subscript) or last_name(target.value) != "environ":
+        return False
+    return any(
+        isinstance(element.slice, cst.Index) and string_value(element.slice.value) == _VISIBLE
+        for element in target.slice
+    )
+
+
+_VISIBLE = "CUDA_VISIBLE_DEVICES"
 
 
 def _several_gpus_switch(test: cst.BaseExpression) -> bool:
@@ -98,6 +111,19 @@ class MachineEvidence:
         elif node.value in _RANK_WORDS:
             self.uses_gpus_per_process = True
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        parent = getattr(super(), "visit_Assign", None)
+        if parent is not None:
+            parent(node)
+        if any(_sets_visible_devices(target.target) for target in node.targets):
+            self._hide_names(node.value)
+
+    def _hide_names(self, value: cst.BaseExpression) -> None:
+        """A GPU id that only says which GPUs the process sees (``os.environ["CUDA_VISIBLE_DEVICES"]
+        = opt.gpu_id``) is no GPU per process: the process sees its GPU as ``cuda:0``, where
+        its files were saved."""
+        self._not_evidence.update(id(node) for node in subtree(value) if isinstance(node, cst.Name))
+
     def visit_Assert(self, node: cst.Assert) -> None:
         self._asserts += 1
         if isinstance(node.test, cst.Call) and self.names.qualify(node.test.func) == "torch.cuda.is_available":
@@ -137,6 +163,10 @@ class MachineEvidence:
             target = device_argument(call)
             if target is not None and is_cpu_string(target):
                 self._not_evidence.add(id(target))  # ``feat.to("cpu")``: a result taken off the device
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "setdefault" \
+                and last_name(call.func.value) == "environ" and len(positional) == 2 \
+                and string_value(positional[0].value) == _VISIBLE:
+            self._hide_names(positional[1].value)  # os.environ.setdefault("CUDA_VISIBLE_DEVICES", gpu_id)
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":

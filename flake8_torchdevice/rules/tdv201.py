@@ -87,7 +87,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     ## When it does not report
     - code with no sign of another machine: no CPU path, one GPU, and the path not given by a caller (a CUDA-only
       script, `assert torch.cuda.is_available()` with no process per GPU; a switch between one GPU and several,
-      `self.model.module if multigpus else self.model`, is no CPU path);
+      `self.model.module if multigpus else self.model`, is no CPU path; a GPU id that only sets
+      `os.environ["CUDA_VISIBLE_DEVICES"]` is no process per GPU: the process sees that GPU as `cuda:0`);
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
