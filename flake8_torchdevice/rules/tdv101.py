@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.code import string_value, subtree
+from ..analysis.code import param_names, string_value, subtree
 from ..analysis.devices import (
     DeviceChoice,
     DeviceScope,
@@ -56,6 +56,12 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     switch guards breaks that run. Neither a flag nor a GPU option (`args.gpu is not
     None`) counts in a program that also places a module on CUDA without any check (`else:
     model.cuda()`): it chooses a GPU in code that needs one anyway.
+
+    Where that switch guards placing a module, a tensor's unguarded `.cuda()` in a top-level function
+    without a switch of its own is flagged too when a function holding the switch as a parameter
+    calls it, outside a CUDA check, without handing the switch on (`_compute_activations(path,
+    model, cuda)` calling `extract_lenet_features(path, model)`): with the switch off the helper
+    still needs CUDA.
 
     A `.cuda()` is not flagged where the code has already made sure CUDA is there:
 
@@ -189,6 +195,10 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         ".cuda() outside the code's own GPU switch that guards another .cuda() in this function; "
         "with the switch off (a machine without CUDA) it breaks: guard it too, or use .to(device)"
     )
+    NOT_PASSED = (
+        ".cuda() in a helper its caller calls without the GPU switch it holds ({flag}); with the "
+        "switch off (a machine without CUDA) it breaks: pass the switch, or follow the input's device"
+    )
     FIX = "unsafe"
 
     # A finding is a ``.cuda()`` call in a module that also moves with ``.to``,
@@ -220,9 +230,16 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         # program runs with it off, on the CPU.
         self._switch_checked: set[int] = set()
         self._switch_places_module = False
+        # Top-level functions being walked (name, the CUDA switches among its parameters), and
+        # the calls of same-file functions by name: (callee, the caller's switches, names passed).
+        self._functions: list[tuple[str, frozenset]] = []
+        self._calls_by_name: list[tuple[str, frozenset, frozenset]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
+        if self._depth == 0:
+            switches = frozenset(name for name in param_names(node.params) if is_cuda_flag(cst.Name(name)))
+            self._functions.append((node.name.value, switches))
         self._depth += 1
         self._cuda_names.append({})
 
@@ -230,6 +247,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         super().leave_FunctionDef(node)
         self._depth -= 1
         self._cuda_names.pop()
+        if self._depth == 0:
+            self._functions.pop()
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
@@ -281,6 +300,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         qualified = self.names.qualify(func) or ""
         if qualified.startswith("torch.distributed."):
             self._note_collective(node)
+        if isinstance(func, cst.Name) and self._functions and self._functions[-1][1] and not self.cuda_guarded():
+            passed = frozenset(part.value for arg in node.args for part in subtree(arg.value) if isinstance(part, cst.Name))
+            self._calls_by_name.append((func.value, self._functions[-1][1], passed))
         if not isinstance(func, cst.Attribute):
             return
         if func.attr.value == "cuda":
@@ -302,9 +324,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 self._switch_checked.add(id(scope))
                 self._switch_places_module |= is_module_receiver(node, self.is_statement(node))
             return
+        function = self._functions[-1] if self._depth == 1 and self._functions else None
         self._cuda_calls.append(_CudaCall(
             node, self.context.statement, self._depth > 0, self._main is not None, scope,
             is_module_receiver(node, self.is_statement(node)), device_argument(node) is not None,
+            function[0] if function is not None and not function[1] else None,
         ))
 
     def _note_collective(self, call: cst.Call) -> None:
@@ -331,6 +355,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             if checked or ((id(call.scope) in self._option_checked or switched) and not needs_cuda):
                 # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``, where CUDA may be missing
                 message = self.BESIDE_CHECK if checked or id(call.scope) in self._option_checked else self.BESIDE_SWITCH
+            elif self._switch_places_module and not needs_cuda and self._switch_not_passed(call):
+                message = self.NOT_PASSED.format(flag=self._switch_not_passed(call))
             elif call.named or not self.choice_for(call.module):
                 continue  # ``.cuda(rank)`` names its device; nothing chosen for this kind of value
             elif call.in_main and not self._main_chooses:
@@ -339,6 +365,17 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 message = None
             self.report(call.node, message, fix=self._fix(call.node, call.statement, call.in_function),
                         statement=call.statement)
+
+    def _switch_not_passed(self, call: "_CudaCall") -> Optional[str]:
+        """The GPU switch a caller holds and does not hand to the switchless top-level function
+        whose tensor ``.cuda()`` this is (``_compute_activations(..., cuda)`` calling
+        ``extract_lenet_features(path, model)``): with the switch off, the helper still needs CUDA."""
+        if call.function is None or call.module or call.named:
+            return None
+        for callee, switches, passed in self._calls_by_name:
+            if callee == call.function and not switches & passed:
+                return sorted(switches)[0]
+        return None
 
     def _fix(self, call: cst.Call, statement: Optional[int], in_function: bool) -> Optional[Fix]:
         """``x.cuda()`` -> ``x.to(device)`` (unsafe: the device may not be
@@ -364,6 +401,7 @@ class _CudaCall:
     scope: DeviceScope
     module: bool  # places a module (``model.cuda()``), not a tensor
     named: bool  # ``.cuda(rank)``: names its device
+    function: Optional[str] = None  # the switchless top-level function it is directly in
 
 
 def _is_cuda_call(expr: cst.CSTNode) -> bool:
