@@ -301,7 +301,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         if qualified.startswith("torch.distributed."):
             self._note_collective(node)
         if isinstance(func, cst.Name) and self._functions and self._functions[-1][1] and not self.cuda_guarded():
-            passed = frozenset(part.value for arg in node.args for part in subtree(arg.value) if isinstance(part, cst.Name))
+            passed = frozenset(
+                part.value for arg in node.args for part in subtree(arg.value) if isinstance(part, cst.Name)
+            )
             self._calls_by_name.append((func.value, self._functions[-1][1], passed))
         if not isinstance(func, cst.Attribute):
             return
