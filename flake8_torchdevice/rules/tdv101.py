@@ -21,7 +21,7 @@ from ..rule import Fix, Rule
 
 class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     r"""**On by default.** Precision on held-out user code: 93% (53 of 57 findings true over the
-    held-out batches v2-v20, with the rules of 2026-11-29; 3 of 8 at v19's first read (its false
+    held-out batches v2-v21 (none in v20 or v21), with the rules of 2026-11-29; 3 of 8 at v19's first read (its false
     class, the branches after `if not torch.cuda.is_available():`, is no longer reported), 1 of 1 at
     v18's, 2 of 6 at v17's, whose false
     class, a program launched with `accelerator="gpu"`, is no longer reported; docs/precision.md).
