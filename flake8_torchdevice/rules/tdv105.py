@@ -15,10 +15,11 @@ CUDA_ONLY = frozenset({"synchronize", "get_device_name", "reset_peak_memory_stat
 
 
 class CudaOnlyCallWithChosenDevice(DeviceChoice, CudaGuards, Rule):
-    r"""**Off by default (opt-in: `extend-select = TDV105`).** Precision on real code: 25%
-    on the held-out projects (1 of 4 findings true; 80% on the tune split, 4 of 5), below
-    the 90% bar: CUDA-only code paths (TensorRT, device-checked branches) are not
-    recognised yet. See docs/precision.md.
+    r"""**Off by default (opt-in: `extend-select = TDV105`).** Precision on real code: 33%
+    on a seeded sample of 12 of its 38 held-out findings (3 true, 1 latent, 8 false; 2026-11-29),
+    56% on the tune split (5 of 9), far below the 90% bar: most findings are in training loops
+    that need CUDA for a reason the file does not show (a device built from a rank, DeepSpeed, an
+    NCCL branch), which a `.to(device)` does not make device-agnostic. See docs/precision.md.
 
     ## What it does
     Flags a call to `torch.cuda.synchronize()`, `torch.cuda.get_device_name()`,
