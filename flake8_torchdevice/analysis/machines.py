@@ -48,6 +48,9 @@ READS = frozenset(
 _SEVERAL_GPUS = re.compile(r"multi(?:ple)?_?gpu", re.I)
 
 
+_VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
 def _sets_visible_devices(target: cst.BaseExpression) -> bool:
     """``os.environ["CUDA_VISIBLE_DEVICES"]``: the GPUs a process may see, renumbered from 0."""
     if not isinstance(target, cst.Subscript) or last_name(target.value) != "environ":
@@ -56,9 +59,6 @@ def _sets_visible_devices(target: cst.BaseExpression) -> bool:
         isinstance(element.slice, cst.Index) and string_value(element.slice.value) == _VISIBLE
         for element in target.slice
     )
-
-
-_VISIBLE = "CUDA_VISIBLE_DEVICES"
 
 
 def _several_gpus_switch(test: cst.BaseExpression) -> bool:

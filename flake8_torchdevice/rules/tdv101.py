@@ -230,16 +230,18 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         # program runs with it off, on the CPU.
         self._switch_checked: set[int] = set()
         self._switch_places_module = False
-        # Top-level functions being walked (name, the CUDA switches among its parameters), and
-        # the calls of same-file functions by name: (callee, the caller's switches, names passed).
-        self._functions: list[tuple[str, frozenset]] = []
+        # Outermost functions and methods being walked (the name of a module-level function, None
+        # for a method, which no bare-name call reaches; the CUDA switches among its parameters),
+        # and the calls of same-file functions by name: (callee, the caller's switches, names passed).
+        self._classes = 0  # classes open
+        self._functions: list[tuple[Optional[str], frozenset]] = []
         self._calls_by_name: list[tuple[str, frozenset, frozenset]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         if self._depth == 0:
             switches = frozenset(name for name in param_names(node.params) if is_cuda_flag(cst.Name(name)))
-            self._functions.append((node.name.value, switches))
+            self._functions.append((None if self._classes else node.name.value, switches))
         self._depth += 1
         self._cuda_names.append({})
 
@@ -249,6 +251,14 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         self._cuda_names.pop()
         if self._depth == 0:
             self._functions.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
+        self._classes += 1
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        super().leave_ClassDef(node)
+        self._classes -= 1
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
@@ -357,8 +367,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             if checked or ((id(call.scope) in self._option_checked or switched) and not needs_cuda):
                 # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``, where CUDA may be missing
                 message = self.BESIDE_CHECK if checked or id(call.scope) in self._option_checked else self.BESIDE_SWITCH
-            elif self._switch_places_module and not needs_cuda and self._switch_not_passed(call):
-                message = self.NOT_PASSED.format(flag=self._switch_not_passed(call))
+            elif self._switch_places_module and not needs_cuda and (flag := self._switch_not_passed(call)):
+                message = self.NOT_PASSED.format(flag=flag)
             elif call.named or not self.choice_for(call.module):
                 continue  # ``.cuda(rank)`` names its device; nothing chosen for this kind of value
             elif call.in_main and not self._main_chooses:
@@ -403,7 +413,7 @@ class _CudaCall:
     scope: DeviceScope
     module: bool  # places a module (``model.cuda()``), not a tensor
     named: bool  # ``.cuda(rank)``: names its device
-    function: Optional[str] = None  # the switchless top-level function it is directly in
+    function: Optional[str] = None  # the switchless module-level function it is directly in
 
 
 def _is_cuda_call(expr: cst.CSTNode) -> bool:
