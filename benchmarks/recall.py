@@ -42,7 +42,7 @@ if str(REPO) not in sys.path:  # run from a clone without installing
 from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
 
 # tune, the first held-out third (2026-11-25), and batches 2-10: quoted separately.
-SPLITS = ("tune", "heldout", *(f"heldout{number}" for number in range(2, 13)))
+SPLITS = ("tune", "heldout", *(f"heldout{number}" for number in range(2, 14)))
 
 
 class CorpusError(Exception):
@@ -58,6 +58,9 @@ class Fix:
     visible: bool
     split: str
     note: str
+    # Old-side lines of the device fix when the commit also changes other things: only the
+    # diff's hunks that hold one of them count (empty: every hunk).
+    only: tuple = ()
 
     @property
     def id(self) -> str:
@@ -84,8 +87,18 @@ def read_fixes(path: Path = FIXES_CSV) -> list[Fix]:
         if row["visible"] not in ("yes", "no") or row["split"] not in SPLITS:
             raise CorpusError(f"{path}: {row['repo']}@{row['commit']}: visible yes/no, split {'/'.join(SPLITS)}")
         fixes.append(Fix(row["repo"], row["commit"], row["path"], row["class"], row["visible"] == "yes",
-                         row["split"], row["note"]))
+                         row["split"], row["note"], _only(row.get("lines"), path, row)))
     return fixes
+
+
+def _only(text: Optional[str], path: Path, row: dict) -> tuple:
+    """``"139"`` or ``"12;40"``: the old-side lines of the device fix, or () for all."""
+    if not text:
+        return ()
+    try:
+        return tuple(int(part) for part in text.split(";"))
+    except ValueError:
+        raise CorpusError(f"{path}: {row['repo']}@{row['commit']}: lines is 'N' or 'N;M', not {text!r}") from None
 
 
 def _git(repo: str, *args: str) -> str:
@@ -125,6 +138,10 @@ def evaluate(fix: Fix, default_codes: set) -> Result:
         before = _git(fix.repo, "show", f"{fix.commit}^:{fix.path}")
         after = _git(fix.repo, "show", f"{fix.commit}:{fix.path}")
         ranges = changed_lines(_git(fix.repo, "diff", "-U0", f"{fix.commit}^", fix.commit, "--", fix.path))
+        if fix.only:
+            ranges = [(first, last) for first, last in ranges if any(first <= n <= last for n in fix.only)]
+            if not ranges:
+                raise CorpusError(f"{fix.id}: no hunk of the fix holds line {fix.only}")
         result = Result(fix, ranges, findings(before, fix.path))
     except CorpusError as exc:
         return Result(fix, [], error=str(exc))

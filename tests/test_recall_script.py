@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench_support import git, script_module
 
 R = script_module("recall")
@@ -63,11 +65,31 @@ def test_the_corpus_file_reads_and_keeps_a_third_aside():
     first = [f for f in fixes if f.split in ("tune", "heldout")]  # batch 2 is held out whole
     held = [f for f in first if f.split == "heldout"]
     assert len(held) == -(-len(first) // 3)
-    assert {f.split for f in fixes} == {"tune", "heldout", *(f"heldout{n}" for n in range(2, 13))}
-    # Batches 3 to 12 came from candidate lists fixed before they were read: every row is one of them.
-    for number in range(3, 13):
+    assert {f.split for f in fixes} == {"tune", "heldout", *(f"heldout{n}" for n in range(2, 14))}
+    # Batches 3 to 13 came from candidate lists fixed before they were read: every row is one of them.
+    for number in range(3, 14):
         split, listing = f"heldout{number}", f"candidates{number}.csv"
         listed = [line for line in (R.HERE / "bugs" / listing).read_text().splitlines() if not line.startswith("#")]
         candidates = {tuple(line.split(",")) for line in listed[1:]}
         batch = [f for f in fixes if f.split == split]
         assert batch and all((f.repo, f.commit) in candidates for f in batch)
+
+
+def test_the_lines_column_keeps_only_the_device_fixs_hunks(tmp_path, monkeypatch):
+    """A commit that also changes unrelated code names its device fix's lines: a finding
+    next to another hunk (here the load at line 5) no longer counts."""
+    commit = _mirror(tmp_path)
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
+    fix = R.Fix("someone/trainer", commit, "ckpt.py", "load-without-map-location", True, "tune", "", only=(5,))
+    assert R.evaluate(fix, default_codes={"TDV201"}).found_by == ["TDV201"]
+    elsewhere = R.Fix("someone/trainer", commit, "ckpt.py", "k", True, "tune", "", only=(40,))
+    assert "no hunk of the fix holds line (40,)" in R.evaluate(elsewhere, default_codes={"TDV201"}).error
+    listing = tmp_path / "fixes.csv"
+    listing.write_text("repo,commit,path,class,visible,split,note,lines\n"
+                       f"someone/trainer,{commit},ckpt.py,k,yes,tune,\"a note, with a comma\",5;9\n"
+                       f"someone/trainer,{commit},ckpt.py,k,yes,tune,plain\n", encoding="utf-8")
+    assert [f.only for f in R.read_fixes(listing)] == [(5, 9), ()]
+    listing.write_text("repo,commit,path,class,visible,split,note,lines\nsomeone/trainer,c,p,k,yes,tune,n,five\n",
+                       encoding="utf-8")
+    with pytest.raises(R.CorpusError, match="lines is 'N' or 'N;M'"):
+        R.read_fixes(listing)
