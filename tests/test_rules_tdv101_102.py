@@ -34,8 +34,39 @@ def test_selection_never_hides_a_finding(rule, path):
 def test_rule_runs_only_where_cuda_meets_a_device_choice_or_a_cuda_check():
     # ``*cuda``: the code's own GPU switch (``if self.cuda:``, ``use_cuda``) is a CUDA check's stand-in.
     assert CudaMixedWithToDevice.GROUPS == (
-        frozenset({".cuda"}), frozenset({".to", "is_available", "device_count", "is_cuda", "*gpu", "*cuda"}))
+        frozenset({".cuda", "set_default_tensor_type", "set_default_device"}),
+        frozenset({".to", "is_available", "device_count", "is_cuda", "*gpu", "*cuda"}))
     assert found("import torch\nx = torch.ones(1).cuda()\n") == []
+
+
+CHOOSES = 'import torch\ndev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(1).to(dev)\n'
+
+
+@pytest.mark.parametrize("call, reported", [
+    ('torch.set_default_device("cuda")', True),
+    ("torch.set_default_device(torch.device('cuda'))", True),
+    ('torch.set_default_tensor_type("torch.cuda.FloatTensor")', True),
+    ("torch.set_default_tensor_type(torch.cuda.HalfTensor)", True),
+    ("torch.set_default_device(dev)", False),  # the chosen device
+    ('torch.set_default_device("cpu")', False),
+    ("torch.set_default_tensor_type(torch.FloatTensor)", False),
+    ('torch.set_default_device("cuda:1")', False),  # names its GPU, as .cuda(1): TDV401's
+    ("torch.set_default_device(torch.device('cuda', 0))", False),
+    ("torch.set_default_device(None)", False),
+])
+def test_a_cuda_default_beside_a_device_choice(call, reported):
+    """A CUDA default forces every new tensor onto the current GPU, as ``.cuda()`` does."""
+    assert found(CHOOSES + call + "\n") == ([(4, "TDV101")] if reported else [])
+
+
+def test_a_cuda_default_under_main_guarded_or_without_a_choice():
+    main = CHOOSES + 'if __name__ == "__main__":\n    torch.set_default_tensor_type("torch.cuda.FloatTensor")\n'
+    assert found(main) == [(5, "TDV101")]  # the module's own functions then make CUDA tensors
+    guarded = main.replace("    torch.set", "    if torch.cuda.is_available():\n        torch.set")
+    assert found(guarded) == []
+    assert found('import torch\ntorch.set_default_device("cuda")\nx = torch.ones(1).cuda()\n') == []  # no choice
+    aliased = CHOOSES + 'from torch import set_default_device as default\ndefault("cuda")\n'
+    assert found(aliased) == [(5, "TDV101")]
 
 
 def test_a_module_cuda_call_needs_a_configured_choice():

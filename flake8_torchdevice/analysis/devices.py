@@ -145,6 +145,26 @@ def cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 _CUDA_STRING = re.compile(r"cuda(?::\d+)?$")
 
+# Calls after which a factory without device= lands on the default device.
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
+def sets_cuda_default(call: cst.Call, names: NameResolver) -> bool:
+    """``torch.set_default_tensor_type("torch.cuda.FloatTensor")`` (or ``torch.cuda.HalfTensor``),
+    ``torch.set_default_device("cuda")``: every tensor made from here on is a CUDA one, on the
+    current GPU, as ``.cuda()`` places (an ordinal, ``"cuda:1"``, names its GPU, as ``.cuda(1)``)."""
+    if names.qualify(call.func) not in DEFAULT_DEVICE_SETTERS or not call.args or call.args[0].keyword is not None:
+        return False
+    value = call.args[0].value
+    text = string_value(value)
+    if text is None:
+        text = names.qualify(value) or ""
+    if text.startswith("torch.cuda."):
+        return True
+    kind = _device_type(value, names)
+    ordinal = isinstance(value, cst.Call) and argument(value, 1, "index") is not None
+    return string_value(kind) == "cuda" and not ordinal if kind is not None else False
+
 
 # Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.
 _MODULE_NAME = re.compile(r"model|net|module|encoder|decoder|generator|discriminator|backbone|classifier|critic", re.I)

@@ -14,14 +14,16 @@ from ..analysis.devices import (
     is_device_move,
     is_device_name,
     is_module_receiver,
+    sets_cuda_default,
 )
 from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
 from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 93% (53 of 57 findings true over the
-    held-out batches v2-v21 (none in v20 or v21), with the rules of 2026-11-29; 3 of 8 at v19's first read (its false
+    r"""**On by default.** Precision on held-out user code: 93% (56 of 60 findings true over the
+    held-out batches v2-v21, with the rules of 2026-11-29; the CUDA-default class 3 of 3 at its first read;
+    3 of 8 at v19's first read (its false
     class, the branches after `if not torch.cuda.is_available():`, is no longer reported), 1 of 1 at
     v18's, 2 of 6 at v17's, whose false
     class, a program launched with `accelerator="gpu"`, is no longer reported; docs/precision.md).
@@ -62,6 +64,12 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     calls it, outside a CUDA check, without handing the switch on (`_compute_activations(path,
     model, cuda)` calling `extract_lenet_features(path, model)`): with the switch off the helper
     still needs CUDA.
+
+    A CUDA default forces CUDA the same way, on every tensor made after it:
+    `torch.set_default_tensor_type("torch.cuda.FloatTensor")` (or `torch.cuda.HalfTensor`, ...) and
+    `torch.set_default_device("cuda")`, unguarded, in a module whose choice covers tensors, are
+    flagged, under `__main__` too (the module's own functions then make CUDA tensors). Setting the
+    chosen device (`torch.set_default_device(device)`) or a CUDA default under a CUDA check is not.
 
     A `.cuda()` is not flagged where the code has already made sure CUDA is there:
 
@@ -124,8 +132,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     when exactly one device-like name (`device`, `dev`, `*_device`) is assigned at module
     level, and the call runs after that assignment (inside a function, or later in the
     module); otherwise it leaves the call alone.
-    `.cuda(non_blocking=True)` becomes `.to(device, non_blocking=True)`. On a GPU machine whose chosen device is
-    `cuda:0` the behaviour is unchanged; elsewhere the fix changes where the tensor goes, which is the point.
+    `.cuda(non_blocking=True)` becomes `.to(device, non_blocking=True)`. On a GPU machine whose chosen
+    device is `cuda:0` the behaviour is unchanged; elsewhere the fix changes where the tensor goes, which
+    is the point. A CUDA default gets no fix.
 
     ## When it does not report
     - `.cuda()` under a CUDA check (`if torch.cuda.is_available():`, `x.is_cuda`, `device.type == "cuda"`, a
@@ -199,12 +208,18 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         ".cuda() in a helper its caller calls without the GPU switch it holds ({flag}); with the "
         "switch off (a machine without CUDA) it breaks: pass the switch, or follow the input's device"
     )
+    SETS_DEFAULT = (
+        "a CUDA default makes every new tensor a CUDA one, ignoring the device this module chooses for "
+        ".to(); on a machine without CUDA it breaks: set it only if torch.cuda.is_available(), or not at all"
+    )
     FIX = "unsafe"
 
     # A finding is a ``.cuda()`` call in a module that also moves with ``.to``,
     # or in a function that checks for CUDA (``availability_test``) or tests the code's own
     # GPU switch (``if self.cuda:``, ``if use_gpu:``) elsewhere.
-    NEEDS = [{".cuda"}, {".to", "*cuda"} | AVAILABILITY_WORDS]
+    # A CUDA default (``torch.set_default_tensor_type("torch.cuda.FloatTensor")``) forces CUDA as a
+    # ``.cuda()`` does, on every tensor made after it.
+    NEEDS = [{".cuda", "set_default_tensor_type", "set_default_device"}, {".to", "*cuda"} | AVAILABILITY_WORDS]
     # A spawned worker (``mp.spawn(worker, ...)``) that selects its GPU with an
     # unconditional ``torch.cuda.set_device`` makes the module a CUDA program:
     # ``.cuda()`` follows the chosen GPU wherever it is called.
@@ -310,6 +325,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         qualified = self.names.qualify(func) or ""
         if qualified.startswith("torch.distributed."):
             self._note_collective(node)
+        if sets_cuda_default(node, self.names):
+            self._note_default(node)
         if isinstance(func, cst.Name) and self._functions and self._functions[-1][1] and not self.cuda_guarded():
             passed = frozenset(
                 part.value for arg in node.args for part in subtree(arg.value) if isinstance(part, cst.Name)
@@ -343,6 +360,15 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             function[0] if function is not None and not function[1] else None,
         ))
 
+    def _note_default(self, node: cst.Call) -> None:
+        """An unguarded CUDA default: decided like a tensor's ``.cuda()``, wherever it is (under
+        ``__main__`` too: the module's own functions then make CUDA tensors)."""
+        if not self.cuda_guarded():
+            self._cuda_calls.append(_CudaCall(
+                node, self.context.statement, self._depth > 0, False, self.device_scope, False, False,
+                sets_default=True,
+            ))
+
     def _note_collective(self, call: cst.Call) -> None:
         """A collective (``dist.all_reduce(t)``, ``dist.send(t.contiguous(), dst)``)
         needs its tensors on the current CUDA device: the ``.cuda()`` that
@@ -364,7 +390,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 continue
             checked = id(call.scope) in self._checked
             switched = self._switch_places_module and id(call.scope) in self._switch_checked
-            if checked or ((id(call.scope) in self._option_checked or switched) and not needs_cuda):
+            if call.sets_default:
+                if not self.choice_for(False):
+                    continue  # no choice for tensors to break
+                message = self.SETS_DEFAULT
+            elif checked or ((id(call.scope) in self._option_checked or switched) and not needs_cuda):
                 # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``, where CUDA may be missing
                 message = self.BESIDE_CHECK if checked or id(call.scope) in self._option_checked else self.BESIDE_SWITCH
             elif self._switch_places_module and not needs_cuda and (flag := self._switch_not_passed(call)):
@@ -375,8 +405,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 continue  # a CUDA demo under ``__main__``; the library follows its inputs
             else:
                 message = None
-            self.report(call.node, message, fix=self._fix(call.node, call.statement, call.in_function),
-                        statement=call.statement)
+            fix = None if call.sets_default else self._fix(call.node, call.statement, call.in_function)
+            self.report(call.node, message, fix=fix, statement=call.statement)
 
     def _switch_not_passed(self, call: "_CudaCall") -> Optional[str]:
         """The GPU switch a caller holds and does not hand to the switchless top-level function
@@ -414,6 +444,7 @@ class _CudaCall:
     module: bool  # places a module (``model.cuda()``), not a tensor
     named: bool  # ``.cuda(rank)``: names its device
     function: Optional[str] = None  # the switchless module-level function it is directly in
+    sets_default: bool = False  # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, not a ``.cuda()``
 
 
 def _is_cuda_call(expr: cst.CSTNode) -> bool:

@@ -24,6 +24,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.code import code_of
+from ..analysis.devices import DEFAULT_DEVICE_SETTERS  # change where new modules are created, file-wide
 from ..rule import Rule, is_none
 
 _DP = "DataParallel"
@@ -50,9 +51,6 @@ NEUTRAL = frozenset(
 READERS = frozenset({"print", "isinstance", "hasattr", "getattr", "len", "repr", "str", "type", "id"})
 # An argument that names a device hands the module its placement: Net(device=d).
 _DEVICE_WORD = re.compile(r"device|cuda|gpu|rank", re.I)
-# Calls that change where new modules are created at all, in the whole file.
-DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
-
 UNPLACED, PLACED, UNKNOWN = "unplaced", "placed", "unknown"
 
 

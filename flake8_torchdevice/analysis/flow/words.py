@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ...words import joined_words
+from ..devices import DEFAULT_DEVICE_SETTERS
 
 # Reading these gives no device-bound tensor.
 META_ATTRS = frozenset("shape dtype ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -60,9 +61,8 @@ KEEPING_METHODS = frozenset(
 OPTION_HOLDERS = re.compile(
     r"(?i)^(\w*_)?(args|argv|opts?|options?|cfg|conf|config|hparams|hp|flags|settings)$|^(accelerator|fabric)$"
 )
-# Calls after which a factory without device= lands on the default device (not known to be
-# the CPU); the flow reads them anywhere in the file.
-DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+# After DEFAULT_DEVICE_SETTERS a factory without device= lands on the default device (not known
+# to be the CPU); the flow reads them anywhere in the file.
 DEFAULT_DEVICE_WORDS = frozenset(name.rpartition(".")[2] for name in DEFAULT_DEVICE_SETTERS)
 # torch.distributed collectives: (positions of their tensor arguments, position of ``group``).
 # Over NCCL every tensor must be a CUDA tensor.
