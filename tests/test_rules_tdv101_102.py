@@ -39,7 +39,9 @@ def test_rule_runs_only_where_cuda_meets_a_device_choice_or_a_cuda_check():
     assert found("import torch\nx = torch.ones(1).cuda()\n") == []
 
 
-CHOOSES = 'import torch\ndev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(1).to(dev)\n'
+CHOOSES = (
+    'import torch\ndev = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(1).to(dev)\n'
+)
 
 
 @pytest.mark.parametrize("call, reported", [
