@@ -15,6 +15,7 @@ import datetime
 import functools
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -75,11 +76,12 @@ def test_every_rule_alone_equals_the_whole_file_run_on_fixtures(case):
     assert differences(case.path.read_text(encoding="utf-8")) == []
 
 
-def _fully_checked(index: int, forms: list) -> int:
+def _fully_checked(index: int, forms: list) -> Optional[int]:
     """Which re-spelling of the ``index``-th fixture has every rule run alone:
-    each fixture one, in turn, so every form gets it on many fixtures (a
-    test below says so) at a fifth of the cost of all forms on all."""
-    return index % len(forms)
+    every other fixture one, in turn, so every form gets it on many fixtures
+    (a test below says so: over 20 each) at a tenth of the cost of all forms
+    on all (CI's time budget); the fixture itself has every rule alone above."""
+    return None if index % 2 else (index // 2) % len(forms)
 
 
 def _concerned(case, whole: list[tuple]) -> list:
@@ -94,7 +96,7 @@ def test_respellings_change_no_verdict(index):
     """Layout is not meaning: each re-spelling (same ``ast``) has the same
     findings per code as the fixture, and its own selective run equals its
     whole-file run, for all rules together and for the fixture's rules alone;
-    one re-spelling in turn is checked with every rule alone."""
+    on every other fixture, one re-spelling in turn is checked with every rule alone."""
     case = CASES[index]
     source = case.path.read_text(encoding="utf-8")
     base = Counter(code for *_, code in findings(source))
@@ -114,7 +116,8 @@ def test_respellings_cover_every_form_they_promise():
     for index, case in enumerate(CASES):
         forms = list(respellings(case.path.read_text(encoding="utf-8")))
         used.update(name for name, _ in forms)
-        fully[forms[_fully_checked(index, forms)][0]] += 1
+        if _fully_checked(index, forms) is not None:
+            fully[forms[_fully_checked(index, forms)][0]] += 1
     from respell import RESPELLINGS
 
     assert set(used) == set(RESPELLINGS), used
@@ -129,7 +132,7 @@ def test_hostile_inputs_give_the_same_findings_either_way():
         assert differences(text) == [], case.name
 
 
-def _torch_sample(step: int = 50) -> list[Path]:
+def _torch_sample(step: int = 150) -> list[Path]:
     """Every ``step``-th file of the installed torch package, from an offset that moves on each
     day (UTC): the same files all day, the whole package over ``step`` days."""
     torch = pytest.importorskip("torch")
@@ -139,7 +142,8 @@ def _torch_sample(step: int = 50) -> list[Path]:
 
 @pytest.mark.slow
 def test_torch_sample_gives_the_same_findings_either_way():
-    """About 45 files of the installed torch package (``_torch_sample``);
+    """About 15 files of the installed torch package (``_torch_sample``: a third of what it was,
+    for CI's time budget);
     ``benchmarks/equivalence.py`` runs all of them."""
     bad = {}
     for path in _torch_sample():
