@@ -26,7 +26,7 @@ _NOT_PLACING = frozenset({
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     r"""**On by default.** Precision on held-out user code: 49 of 50 findings true or latent (98%) over
-    the held-out batches v2-v21 (none in v18, v20 or v21); at its first reads 49 of 56 in v2-v15, 0 of 3 in
+    the held-out batches v2-v22 (none in v18, v20, v21 or v22); at its first reads 49 of 56 in v2-v15, 0 of 3 in
     v16, 1 of 1 in v17, 3 of 3 in v19 (84%). The
     classes of those false ones (`impl="cuda"`, a kernel choice; a device only compared; a CUDA-only
     script's defaults) are no longer reported (docs/precision.md).

@@ -43,7 +43,7 @@ class _Class:
 
 
 class InputMovedToGuessedDevice(Rule):
-    r"""**On by default.** Precision on held-out user code: 5 of 5 findings true or latent (v2-v21), none a
+    r"""**On by default.** Precision on held-out user code: 5 of 5 findings true or latent (v2-v22), none a
     first read: the class came from a recall fix (docs/precision.md). Fewer than 15 exist: a guessed device
     inside a module's own methods is rare.
 
