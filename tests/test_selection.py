@@ -116,8 +116,9 @@ def test_respellings_cover_every_form_they_promise():
     for index, case in enumerate(CASES):
         forms = list(respellings(case.path.read_text(encoding="utf-8")))
         used.update(name for name, _ in forms)
-        if _fully_checked(index, forms) is not None:
-            fully[forms[_fully_checked(index, forms)][0]] += 1
+        chosen = _fully_checked(index, forms)
+        if chosen is not None:
+            fully[forms[chosen][0]] += 1
     from respell import RESPELLINGS
 
     assert set(used) == set(RESPELLINGS), used

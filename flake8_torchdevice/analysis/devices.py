@@ -161,9 +161,10 @@ def sets_cuda_default(call: cst.Call, names: NameResolver) -> bool:
         text = names.qualify(value) or ""
     if text.startswith("torch.cuda."):
         return True
+    if isinstance(value, cst.Call) and argument(value, 1, "index") is not None:
+        return False  # ``torch.device("cuda", 1)``
     kind = _device_type(value, names)
-    ordinal = isinstance(value, cst.Call) and argument(value, 1, "index") is not None
-    return string_value(kind) == "cuda" and not ordinal if kind is not None else False
+    return kind is not None and string_value(kind) == "cuda"
 
 
 # Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.

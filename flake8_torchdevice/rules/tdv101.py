@@ -365,7 +365,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         ``__main__`` too: the module's own functions then make CUDA tensors)."""
         if not self.cuda_guarded():
             self._cuda_calls.append(_CudaCall(
-                node, self.context.statement, self._depth > 0, False, self.device_scope, False, False,
+                node, self.context.statement, self._depth > 0, self._main is not None, self.device_scope, False, False,
                 sets_default=True,
             ))
 
