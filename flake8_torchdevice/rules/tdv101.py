@@ -21,8 +21,10 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 94% (58 of 62 findings true over the
-    held-out batches v2-v22, with the rules of 2026-11-29; 2 of 2 at v22's first read; the CUDA-default
+    r"""**On by default.** Precision on held-out user code: 82% (58 of 71 findings true over the
+    held-out batches v2-v23, with the rules of 2026-11-29; 0 of 9 at v23's first read (a CUDA-only
+    tracker whose forward guards one move with `p.is_cuda`, 8; a helper of a CUDA-only script, 1);
+    2 of 2 at v22's first read; the CUDA-default
     class 3 of 3 at its first read; 3 of 8 at v19's first read (its false
     class, the branches after `if not torch.cuda.is_available():`, is no longer reported), 1 of 1 at
     v18's, 2 of 6 at v17's, whose false
