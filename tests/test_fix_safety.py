@@ -1,5 +1,6 @@
 """``--fix`` never loses code: for every fixture and every torch source file
-with a fixable finding (in memory and on temporary copies), the fixed text
+with a fixable finding (``tests/torch_fixable_files.txt``, which the corpus test
+keeps true; in memory and on temporary copies), the fixed text
 parses, only the reported lines change, and a second run is a no-op; writes
 are atomic: a write that fails or is killed midway leaves the original.
 """
@@ -19,7 +20,7 @@ import warnings
 import pytest
 
 from cli_support import SCRIPT, run_cli
-from corpus_support import CORPUS_RULES, torch_corpus
+from corpus_support import CORPUS_RULES, fixable_sources
 from fixture_cases import all_cases
 from flake8_torchdevice import files
 from flake8_torchdevice.engine import check_source
@@ -91,9 +92,9 @@ def test_every_fixture(unsafe):
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_every_torch_file_with_a_fixable_finding(unsafe):
     pytest.importorskip("torch")
-    corpus = torch_corpus()
-    applied = [check_fix(source, unsafe) for _, source, _ in corpus.fixable]
-    assert len(corpus.fixable) >= 5 and sum(applied) >= 5, (len(corpus.fixable), applied)
+    sources = fixable_sources()
+    applied = [check_fix(source, unsafe) for source in sources]
+    assert len(sources) >= 5 and sum(applied) >= 5, (len(sources), applied)
 
 
 # -- atomic writes ------------------------------------------------------------------
@@ -209,7 +210,7 @@ def _tree(tmp_path):
     ``TREE_FILE_LINES`` lines."""
     root = tmp_path / "tree"
     shutil.copytree(all_cases()[0].path.parent.parent, root / "fixtures")
-    for index, (_path, source, _) in enumerate(torch_corpus().fixable):
+    for index, source in enumerate(fixable_sources()):
         if source.count("\n") < TREE_FILE_LINES:
             (root / f"t{index:02d}.py").write_text(source, encoding="utf-8")
     assert len(list(root.glob("t*.py"))) >= 4
