@@ -34,7 +34,7 @@ def test_quick_start_has_the_two_commands_near_the_top():
     assert len(blocks) == 2
     lint, test = (b.strip() for b in blocks)
     assert "pip install ." in lint and "flake8 --select=TDV fixtures/" in lint
-    assert "pip install torch==2.13.0" in test and test.endswith("python -m pytest")
+    assert "pip install torch==2.13.0" in test and test.endswith("python -m pytest -n auto --dist loadscope")
     assert README.index("## Quick start") < README.index("## Rules")
 
 
@@ -62,7 +62,8 @@ def test_ci_installs_under_the_torch_constraints():
 # Commands not run by this module, each with the test that answers for it.
 CHECKED_ELSEWHERE = {
     "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[test]' && "
-    ".venv/bin/python -m pytest": "CI runs it verbatim (test_ci_runs_the_readme_test_command_verbatim)",
+    ".venv/bin/python -m pytest -n auto --dist loadscope":
+        "CI runs it verbatim (test_ci_runs_the_readme_test_command_verbatim)",
     "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[test]' && "
     ".venv/bin/python -m pytest tests/runtime": "a CUDA machine's setup; CI runs the same tests/runtime",
     "python -m pytest": "this very run",
