@@ -34,7 +34,8 @@ TESTS = """\
 
 
 def pytest_run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", *args]
+    # hypothesis's plugin loads with every pytest (~2 s here); these runs have no use for it
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q", "-s", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
