@@ -35,3 +35,18 @@ def run_flake8(*args: str, input: str | None = None, cwd: Path = ROOT) -> subpro
 @pytest.fixture
 def flake8():
     return run_flake8
+
+
+# The runtime proofs' closing table is printed here, in the process that prints the run's summary: with
+# pytest-xdist that is the controller, which collects no tests and so never loads tests/runtime/conftest.py.
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    from runtime import closing
+
+    closing.take_over(node)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from runtime import closing
+
+    closing.print_table(terminalreporter, config)

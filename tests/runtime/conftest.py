@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from fixture_cases import FIXTURES, all_cases
-from flake8_torchdevice.rules import ALL_RULES
+from fixture_cases import FIXTURES
 
-from . import proofs, summary, table, warm
+from . import closing, proofs, summary, warm
+from .closing import RECORDS
 
-RECORDS = pytest.StashKey[list]()
 FAKE_TEST = "test_gpu_claim_holds_under_fake_cuda"
 
 
@@ -82,25 +80,5 @@ def record(request):
     return add
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    records = config.stash.get(RECORDS, [])
-    if not records:
-        return
-    import torch
-
-    all_proofs, _ = proofs.collect(all_cases())
-    gpu_declared = {p.rule for p in all_proofs if p.gpus > 0}
-    rules = [rule.CODE for rule in ALL_RULES]
-    rows = summary.rows(records, rules, gpu_declared)
-    build = summary.build_of(torch)
-    terminalreporter.write_sep("=", "runtime proofs (real torch, nothing mocked)")
-    terminalreporter.write_line(f"torch {torch.__version__}, a {build} build: the CPU claims were judged for it")
-    for line in summary.render(rows):
-        terminalreporter.write_line(line)
-    target = config.getoption("--proof-table")
-    if target:
-        gpus = max((r.gpus for r in records if not r.status.startswith("skipped") and not r.fake), default=0)
-        columns = table.filled_columns(build, gpu_results=gpus > 0, fake_results=any(r.fake for r in records))
-        visible = torch.cuda.device_count() if gpus else 0
-        table.update(Path(target), rows, columns, table.run_description(torch, visible))
-        terminalreporter.write_line(f"wrote columns {', '.join(summary.COLUMNS[i] for i in columns)} of {target}")
+def pytest_sessionfinish(session):
+    closing.hand_over(session.config)  # under xdist; tests/conftest.py prints the table
