@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:  # run from a clone without installing
 
 from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
 
-# tune, the first held-out third (2026-11-25), and batches 2-10: quoted separately.
+# tune, the first held-out third (2026-11-25), and batches 2-14: quoted separately.
 SPLITS = ("tune", "heldout", *(f"heldout{number}" for number in range(2, 15)))
 
 
