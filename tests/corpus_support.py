@@ -53,13 +53,19 @@ def torch_root() -> Path:
     return Path(torch.__file__).parent
 
 
+def day_offset(step: int) -> int:
+    """Which of ``step`` shares of the package today (UTC) reads: the same all day, each in turn."""
+    return datetime.date.today().toordinal() % step
+
+
 def todays_part() -> int:
-    return datetime.date.today().toordinal() % PARTS
+    return day_offset(PARTS)
 
 
-def torch_files() -> list:
+@lru_cache(maxsize=None)
+def torch_files() -> tuple:
     """Every ``.py`` file of the installed torch package, in a fixed order."""
-    return sorted(torch_root().rglob("*.py"))
+    return tuple(sorted(torch_root().rglob("*.py")))
 
 
 @lru_cache(maxsize=None)
@@ -100,7 +106,7 @@ def listed_fixable() -> list:
 
 def listed_in_part(part: int) -> set:
     index = {path.relative_to(torch_root()).as_posix(): n for n, path in enumerate(torch_files())}
-    return {name for name in listed_fixable() if index.get(name, -1) % PARTS == part}
+    return {name for name in listed_fixable() if name in index and index[name] % PARTS == part}
 
 
 def fixable_sources() -> list:

@@ -11,7 +11,6 @@ over every fixture, every hostile input, re-spellings of every fixture
 from __future__ import annotations
 
 import ast
-import datetime
 import functools
 from collections import Counter
 from pathlib import Path
@@ -136,9 +135,10 @@ def test_hostile_inputs_give_the_same_findings_either_way():
 def _torch_sample(step: int = 150) -> list[Path]:
     """Every ``step``-th file of the installed torch package, from an offset that moves on each
     day (UTC): the same files all day, the whole package over ``step`` days."""
-    torch = pytest.importorskip("torch")
-    files = sorted(Path(torch.__file__).parent.rglob("*.py"))
-    return files[datetime.date.today().toordinal() % step::step]
+    pytest.importorskip("torch")
+    from corpus_support import day_offset, torch_files
+
+    return list(torch_files()[day_offset(step)::step])
 
 
 @pytest.mark.slow
