@@ -8,7 +8,8 @@ The corpus is ``benchmarks/bugs/fixes.csv`` (repository, fixing commit, file, cl
 whether the mistake is visible in that file alone). Each file is read from a local
 mirror of its repository (``$TDV_MIRRORS``, default /work/.mirror, made by the search
 tool's fetch) at the commit's parent ("before") and at the commit ("after"); nothing
-fetched is committed. The fix's lines are the old side of ``git diff -U0``.
+fetched is committed. The fix's lines are the old side of ``git diff -U0``. A fix that
+also renamed its file names both, ``old.py>new.py``.
 
 A fix counts as FOUND when a finding of a default-on code lies on a line the fix
 changed, or within ``NEAR`` lines of one (a fix that inserts ``x = x.to(device)``
@@ -41,8 +42,8 @@ if str(REPO) not in sys.path:  # run from a clone without installing
 
 from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
 
-# tune, the first held-out third (2026-11-25), and batches 2-14: quoted separately.
-SPLITS = ("tune", "heldout", *(f"heldout{number}" for number in range(2, 15)))
+# tune, the first held-out third (2026-11-25), and batches 2-15: quoted separately.
+SPLITS = ("tune", "heldout", *(f"heldout{number}" for number in range(2, 16)))
 
 
 class CorpusError(Exception):
@@ -65,6 +66,12 @@ class Fix:
     @property
     def id(self) -> str:
         return f"{self.repo}@{self.commit[:12]}:{self.path}"
+
+    @property
+    def paths(self) -> tuple[str, str]:
+        """The file before and after the fix: ``old.py>new.py`` when the fix also renamed it."""
+        before, _, after = self.path.partition(">")
+        return before, after or before
 
 
 @dataclass
@@ -135,18 +142,20 @@ def near(line: int, ranges: Sequence[tuple[int, int]]) -> bool:
 
 def evaluate(fix: Fix, default_codes: set) -> Result:
     try:
-        before = _git(fix.repo, "show", f"{fix.commit}^:{fix.path}")
-        after = _git(fix.repo, "show", f"{fix.commit}:{fix.path}")
-        ranges = changed_lines(_git(fix.repo, "diff", "-U0", f"{fix.commit}^", fix.commit, "--", fix.path))
+        old, new = fix.paths
+        before = _git(fix.repo, "show", f"{fix.commit}^:{old}")
+        after = _git(fix.repo, "show", f"{fix.commit}:{new}")
+        # -M: a renamed file's hunks are numbered on the old side, as an unrenamed one's are.
+        ranges = changed_lines(_git(fix.repo, "diff", "-U0", "-M", f"{fix.commit}^", fix.commit, "--", *{old, new}))
         if fix.only:
             ranges = [(first, last) for first, last in ranges if any(first <= n <= last for n in fix.only)]
             if not ranges:
                 raise CorpusError(f"{fix.id}: no hunk of the fix holds line {fix.only}")
-        result = Result(fix, ranges, findings(before, fix.path))
+        result = Result(fix, ranges, findings(before, old))
     except CorpusError as exc:
         return Result(fix, [], error=str(exc))
     try:
-        result.after = findings(after, fix.path)
+        result.after = findings(after, new)
     except CorpusError:  # a fix may itself not parse (yolov7 45f2c1fe): nothing can be said to disappear
         result.after = None
     at_fix = [(line, code) for line, code in result.before if near(line, ranges)]

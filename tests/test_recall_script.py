@@ -93,3 +93,24 @@ def test_the_lines_column_keeps_only_the_device_fixs_hunks(tmp_path, monkeypatch
                        encoding="utf-8")
     with pytest.raises(R.CorpusError, match="lines is 'N' or 'N;M'"):
         R.read_fixes(listing)
+
+
+def test_a_fix_that_renames_its_file_is_read_on_both_sides(tmp_path, monkeypatch):
+    """``old.py>new.py``: the file before the fix under its old name, after it under the new one,
+    and the fix's lines numbered on the old side (the rename alone changes none)."""
+    work = tmp_path / "mirrors" / "someone+trainer" / "repo"
+    work.mkdir(parents=True)
+    git("init", "-q", cwd=work)
+    (work / "generate.py").write_text(BEFORE, encoding="utf-8")
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "first", cwd=work)
+    git("mv", "generate.py", "main.py", cwd=work)
+    (work / "main.py").write_text(AFTER, encoding="utf-8")
+    git("commit", "-qam", "fix: map_location, and a better name", cwd=work)
+    commit = git("rev-parse", "HEAD", cwd=work)
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
+    fix = R.Fix("someone/trainer", commit, "generate.py>main.py", "load-without-map-location", True, "tune", "")
+    assert fix.paths == ("generate.py", "main.py")
+    result = R.evaluate(fix, default_codes={"TDV201"})
+    assert result.error is None and result.lines == [(5, 5)]
+    assert result.found_by == ["TDV201"] and result.disappeared == [(5, "TDV201")]
