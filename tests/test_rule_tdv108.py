@@ -127,3 +127,65 @@ def test_a_script_without_a_cpu_path_is_cuda_code_and_one_with_a_fallback_is_not
     assert found(fallback) == [(3, 28)]
     library = source.replace('if __name__ == "__main__":', 'def main():')
     assert found(library) == [(3, 28)]  # a library: its callers are elsewhere
+
+
+def test_a_switch_on_by_default_is_reported_where_it_turns_cuda_on():
+    source = """
+    import torch
+    def one_hot(idx, size, cuda=True):
+        v = torch.zeros(size)
+        if cuda: v = v.cuda()
+        return v
+    class Predictor:
+        def __init__(self, model, use_gpu=True):
+            self.use_gpu = use_gpu
+            if self.use_gpu and model is not None:
+                model.to("cuda")
+    def pick(x, gpu=True):
+        return x.to(torch.device("cuda" if gpu else "cpu"))
+    """
+    result = check_source(textwrap.dedent(source), filename="lib.py", rules=(CudaDefaultDevice,), strict=True)
+    assert [(v.line, v.col) for v in result.violations] == [(3, 28), (8, 38), (12, 16)]
+    assert result.violations[0].message == CudaDefaultDevice.SWITCH.format(name="cuda")
+
+
+def test_a_switch_that_asks_turns_nothing_on_or_is_off_is_left_alone():
+    source = """
+    import torch
+    def asks(x, use_gpu=True):
+        if use_gpu and torch.cuda.is_available():
+            x = x.cuda()
+        return x
+    def stores(x, cuda=True):
+        return {"cuda": cuda, "x": x}
+    def negated(x, cuda=True):
+        if not cuda:
+            x = x.cpu()
+        return x
+    def off(x, cuda=False):
+        return x.cuda() if cuda else x
+    def named_gpu(x, cuda=True):
+        if cuda:
+            x = x.cuda(0)
+        return x
+    def not_a_switch(x, pin=True):
+        if pin:
+            x = x.cuda()
+        return x
+    """
+    assert found(source) == []
+
+
+def test_a_switch_in_code_that_places_on_cuda_anyway_is_left_alone():
+    source = """
+    import torch
+    def extract(model, loader, use_cuda=True):
+        for batch in loader:
+            batch = batch.cuda(non_blocking=True)
+            feats = model(batch)
+            if use_cuda:
+                feats = feats.cuda()
+        return feats
+    """
+    assert found(source) == []
+    assert found(source.replace("batch = batch.cuda(non_blocking=True)", "batch = batch")) == [(3, 36)]
