@@ -9,6 +9,7 @@ import pytest
 
 from fixture_cases import FIXTURES
 from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.fixes import fix_source
 from flake8_torchdevice.rules.tdv101 import CudaMixedWithToDevice
 from flake8_torchdevice.rules.tdv102 import DiscardedTensorMove
 
@@ -456,3 +457,43 @@ def test_a_gpu_launcher_under_a_cuda_check_demands_nothing():
     source = LAUNCHED.format(accelerator='"gpu"').replace(
         '    Fabric(accelerator="gpu"', '    if torch.cuda.is_available():\n            Fabric(accelerator="gpu"')
     assert found(source) == [(7, "TDV101")]
+
+
+def test_a_cuda_legacy_constructor_is_a_new_tensors_cuda_call():
+    """``torch.cuda.FloatTensor(n)`` makes a tensor on the current GPU, as ``.cuda()`` would: reported
+    where a ``.cuda()`` would be, under any alias, with no fix (its arguments are sizes or data)."""
+    source = """
+    import torch
+    import torch as th
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(3, 2).to(device)
+    def masks(ids, n):
+        a = torch.cuda.LongTensor(ids)
+        b = th.cuda.FloatTensor(n, 3).zero_()
+        return a, b
+    def guarded(n):
+        if torch.cuda.is_available():
+            return torch.cuda.ByteTensor(n)
+    """
+    assert found(source, [CudaMixedWithToDevice]) == [(7, "TDV101"), (8, "TDV101")]
+    result = check_source(textwrap.dedent(source), rules=(CudaMixedWithToDevice,), strict=True)
+    assert result.violations[0].message.startswith("torch.cuda.*Tensor(...) ignores the device")
+    # A `.cuda()` there would be rewritten to `.to(device)` (one module-level device); a constructor is not.
+    assert fix_source(textwrap.dedent(source), result.violations, unsafe=True) == textwrap.dedent(source)
+    moved = textwrap.dedent(source).replace("a = torch.cuda.LongTensor(ids)", "a = torch.tensor(ids).cuda()")
+    assert "a = torch.tensor(ids).to(device)" in fix_source(moved, unsafe=True)
+    # Without a device choice or a CUDA check beside it, a CUDA program's constructors are its own.
+    assert found("import torch\ndef f(n):\n    return torch.cuda.FloatTensor(n)\n", [CudaMixedWithToDevice]) == []
+
+
+def test_a_cuda_type_test_guards_its_branch_and_makes_the_other_branch_unguarded():
+    source = """
+    import torch
+    def noise(spect):
+        if spect.type() == "torch.cuda.HalfTensor":
+            return torch.cuda.HalfTensor(spect.size(0)).normal_()
+        return torch.cuda.FloatTensor(spect.size(0)).normal_()
+    """
+    assert found(source, [CudaMixedWithToDevice]) == [(6, "TDV101")]
+    guarded = source.replace("return torch.cuda.FloatTensor(spect.size(0)).normal_()", "return spect.new_empty(1)")
+    assert found(guarded, [CudaMixedWithToDevice]) == []

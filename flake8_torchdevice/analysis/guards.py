@@ -7,7 +7,8 @@ tests, early exits, skip decorators, methods named ``cuda``) and answers
 
 What counts as a check (``is_cuda_test``): a call into ``torch.cuda``
 (``is_available()``, ``device_count()``), ``<x>.is_cuda``, an equality or
-``in`` test against a ``"cuda..."`` string (``x.device.type == "cuda"``), or a
+``in`` test against a ``"cuda..."`` string (``x.device.type == "cuda"``) or a CUDA
+tensor type (``x.type() == "torch.cuda.HalfTensor"``), or a
 flag whose name says cuda/gpu (``args.cuda``, ``use_gpu``, ``TEST_CUDA``).
 A test against ``"cpu"`` (``device != "cpu"``) is not a check: on MPS or XPU
 it is true and ``.cuda()`` still fails.
@@ -49,8 +50,9 @@ _EXIT_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|exit|quit|_exit|fail)$")
 
 
 def _is_cuda_string(node: cst.CSTNode) -> bool:
+    """``"cuda"``, ``"cuda:1"``, and a CUDA tensor type, ``"torch.cuda.HalfTensor"`` (``x.type() == ...``)."""
     value = string_value(node)
-    return value is not None and value.startswith("cuda")
+    return value is not None and value.startswith(("cuda", "torch.cuda."))
 
 
 def _is_positive_cuda_comparison(node: cst.Comparison) -> bool:
@@ -109,6 +111,15 @@ def is_cuda_test(expr: cst.CSTNode) -> bool:
     return False
 
 
+def _is_cuda_type_test(node: cst.Comparison) -> bool:
+    """``x.type() == "torch.cuda.HalfTensor"``: is the value on CUDA, as ``x.is_cuda`` asks."""
+    operands = [node.left] + [t.comparator for t in node.comparisons]
+    typed = any(isinstance(o, cst.Call) and isinstance(o.func, cst.Attribute) and o.func.attr.value == "type"
+                and not o.args for o in operands)
+    named = any((string_value(o) or "").startswith("torch.cuda.") for o in operands)
+    return typed and named and all(isinstance(t.operator, (cst.Equal, cst.In)) for t in node.comparisons)
+
+
 def is_cuda_flag(test: cst.BaseExpression) -> bool:
     """``args.cuda`` / ``use_gpu`` / ``self.gpu_mode`` alone: the code's own GPU switch."""
     return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
@@ -131,6 +142,8 @@ def availability_test(expr: cst.CSTNode, names: NameResolver, options: bool = Tr
         if isinstance(node, cst.Call) and names.qualify(node.func) in _AVAILABILITY_CALLS:
             return True
         if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
+            return True
+        if isinstance(node, cst.Comparison) and _is_cuda_type_test(node):
             return True
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             comparison = node.comparisons[0]
