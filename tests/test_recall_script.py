@@ -22,14 +22,17 @@ FIXED = "torch.load(path, map_location='cpu')\n\n\ndef load_other"
 AFTER = BEFORE.replace("torch.load(path)\n\n\ndef load_other", FIXED)
 
 
-def _mirror(tmp_path):
+def _mirror(tmp_path, name="ckpt.py", renamed=None):
+    """A repository whose second commit fixes the load (and renames the file to ``renamed``)."""
     work = tmp_path / "mirrors" / "someone+trainer" / "repo"
     work.mkdir(parents=True)
     git("init", "-q", cwd=work)
-    (work / "ckpt.py").write_text(BEFORE, encoding="utf-8")
+    (work / name).write_text(BEFORE, encoding="utf-8")
     git("add", ".", cwd=work)
     git("commit", "-qm", "first", cwd=work)
-    (work / "ckpt.py").write_text(AFTER, encoding="utf-8")
+    if renamed:
+        git("mv", name, renamed, cwd=work)
+    (work / (renamed or name)).write_text(AFTER, encoding="utf-8")
     git("commit", "-qam", "fix: map_location", cwd=work)
     return git("rev-parse", "HEAD", cwd=work)
 
@@ -98,16 +101,7 @@ def test_the_lines_column_keeps_only_the_device_fixs_hunks(tmp_path, monkeypatch
 def test_a_fix_that_renames_its_file_is_read_on_both_sides(tmp_path, monkeypatch):
     """``old.py>new.py``: the file before the fix under its old name, after it under the new one,
     and the fix's lines numbered on the old side (the rename alone changes none)."""
-    work = tmp_path / "mirrors" / "someone+trainer" / "repo"
-    work.mkdir(parents=True)
-    git("init", "-q", cwd=work)
-    (work / "generate.py").write_text(BEFORE, encoding="utf-8")
-    git("add", ".", cwd=work)
-    git("commit", "-qm", "first", cwd=work)
-    git("mv", "generate.py", "main.py", cwd=work)
-    (work / "main.py").write_text(AFTER, encoding="utf-8")
-    git("commit", "-qam", "fix: map_location, and a better name", cwd=work)
-    commit = git("rev-parse", "HEAD", cwd=work)
+    commit = _mirror(tmp_path, "generate.py", renamed="main.py")
     monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
     fix = R.Fix("someone/trainer", commit, "generate.py>main.py", "load-without-map-location", True, "tune", "")
     assert fix.paths == ("generate.py", "main.py")
