@@ -189,3 +189,14 @@ def test_a_switch_in_code_that_places_on_cuda_anyway_is_left_alone():
     """
     assert found(source) == []
     assert found(source.replace("batch = batch.cuda(non_blocking=True)", "batch = batch")) == [(3, 36)]
+
+
+def test_only_the_switch_and_names_bound_to_it_test_it():
+    source = """
+    def f(model, flags, cuda=True):
+        flags[0] = cuda
+        if model.ready():
+            model.cuda()
+        return model
+    """
+    assert found(source) == []

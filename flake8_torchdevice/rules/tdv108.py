@@ -12,6 +12,7 @@ from ..analysis.flow.facts import is_main_guard
 from ..analysis.devices import cuda_literal, device_argument, device_targets, is_device_name
 from ..analysis.guards import CUDA_WORD, CudaGuards, is_cuda_flag
 from ..analysis.machines import MachineEvidence
+from ..names import dotted_name
 from ..rule import STATEMENT, Rule
 
 # A function that asks for CUDA itself chooses where the default cannot be met.
@@ -260,7 +261,7 @@ def _turns_cuda_on(body: cst.BaseSuite, switch: str, names) -> bool:
     aliases = {switch}
     for node in subtree(body):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == switch:
-            aliases.update(_code(target.target) for target in node.targets)
+            aliases.update(filter(None, (dotted_name(target.target) for target in node.targets)))
     for node in subtree(body):
         if isinstance(node, cst.If) and _tests(node.test, aliases):
             if any(_places_on_cuda(part, names) for part in subtree(node.body)):
@@ -287,7 +288,7 @@ def _tests(test: cst.BaseExpression, aliases: set) -> bool:
         if _tests(test.right, aliases):
             return True
         test = test.left
-    return isinstance(test, (cst.Name, cst.Attribute)) and _code(test) in aliases
+    return dotted_name(test) in aliases
 
 
 def _places_on_cuda(node: cst.CSTNode, names) -> bool:
@@ -297,13 +298,3 @@ def _places_on_cuda(node: cst.CSTNode, names) -> bool:
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
         return device_argument(node) is None  # ``.cuda(non_blocking=True)`` too; not ``.cuda(rank)``
     return any(cuda_literal(target, names) for target in device_targets(node))
-
-
-def _code(expr: cst.BaseExpression) -> str:
-    """``cuda``, ``self.cuda``: a dotted name's text ("" for anything else)."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        base = _code(expr.value)
-        return f"{base}.{expr.attr.value}" if base else ""
-    return ""
