@@ -1,4 +1,4 @@
-"""TDV108: a parameter whose default device is CUDA (``def f(x, device="cuda")``)."""
+"""TDV108: a parameter whose default device is CUDA (``def f(x, device="cuda")``, a ``cuda=True`` switch)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
 
     CODE = "TDV108"
     NAME = "cuda-default-device"
-    SUMMARY = "a parameter whose default device is CUDA (`def f(x, device=\"cuda\")`)"
+    SUMMARY = "a parameter whose default device is CUDA (`def f(x, device=\"cuda\")`, a `cuda=True` switch)"
     MESSAGE = (
         "parameter '{name}' defaults to a CUDA device, so every call that omits it fails on a machine "
         "without a GPU; default to None and follow the input (x.device) or the caller's device"
