@@ -91,6 +91,16 @@ def _cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     return _literal_type(expr, names) == "cpu"
 
 
+def is_cuda_call(expr: cst.CSTNode) -> bool:
+    """``<x>.cuda()`` without a device argument (``.cuda(non_blocking=True)`` too; not ``.cuda(rank)``)."""
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "cuda"
+        and device_argument(expr) is None
+    )
+
+
 def device_targets(call: cst.Call) -> list:
     """Where a call puts something: its ``device=`` keywords, and ``.to()``'s device argument."""
     targets = [arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "device"]

@@ -22,6 +22,10 @@ FACTORY_NAMES = frozenset(
 QUALIFIED_FACTORIES = frozenset(f"torch.{name}" for name in FACTORY_NAMES)
 # These copy their data argument, and keep its device when it is a tensor.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+# The typed legacy constructors: ``torch.LongTensor(...)`` builds CPU tensors only; its CUDA twin,
+# ``torch.cuda.LongTensor(...)``, builds them on the current GPU, as ``.cuda()`` would place them.
+LEGACY_KINDS = ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+CUDA_LEGACY_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in LEGACY_KINDS if kind)
 # Methods that move a tensor (or leave no tensor) right after it is made.
 MOVED_OR_CONVERTED = frozenset({"to", "type_as", "cuda", "item", "tolist"})
 

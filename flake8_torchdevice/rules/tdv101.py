@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -13,11 +12,13 @@ from ..analysis.devices import (
     DeviceScope,
     device_argument,
     is_device_move,
+    is_cuda_call,
     is_device_name,
     is_module_receiver,
     sets_cuda_default,
 )
 from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
+from ..analysis.vocabulary import CUDA_LEGACY_CONSTRUCTORS
 from ..rule import Fix, Rule
 
 
@@ -322,7 +323,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         """The ``.cuda()`` calls whose result flows into ``value``."""
         found = []
         for part in subtree(value):
-            if _is_cuda_call(part):
+            if is_cuda_call(part):
                 found.append(part)
             elif isinstance(part, cst.Name):
                 found.extend(self._cuda_names[-1].get(part.value, ()))
@@ -350,7 +351,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 part.value for arg in node.args for part in subtree(arg.value) if isinstance(part, cst.Name)
             )
             self._calls_by_name.append((func.value, self._functions[-1][1], passed))
-        if _CUDA_CONSTRUCTOR.fullmatch(qualified):
+        if qualified in CUDA_LEGACY_CONSTRUCTORS:
             self._note_cuda(node, constructor=True)  # ``torch.cuda.FloatTensor(n)``: a new tensor's ``.cuda()``
         if not isinstance(func, cst.Attribute):
             return
@@ -471,21 +472,6 @@ class _CudaCall:
     function: Optional[str] = None  # the switchless module-level function it is directly in
     sets_default: bool = False  # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, not a ``.cuda()``
     constructor: bool = False  # ``torch.cuda.FloatTensor(n)``: a CUDA tensor made, not moved
-
-
-# The CUDA legacy constructors (``torch.cuda.FloatTensor(n)``, ``torch.cuda.LongTensor(ids)``) make
-# a tensor on the current GPU, as ``torch.FloatTensor(n).cuda()`` would.
-_CUDA_CONSTRUCTOR = re.compile(r"torch\.cuda\.(?:Float|Double|Half|BFloat16|Byte|Char|Short|Int|Long|Bool)Tensor")
-
-
-def _is_cuda_call(expr: cst.CSTNode) -> bool:
-    """``<x>.cuda()`` without a device argument."""
-    return (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value == "cuda"
-        and device_argument(expr) is None
-    )
 
 
 def _is_main_test(test: cst.BaseExpression) -> bool:

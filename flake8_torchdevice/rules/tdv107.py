@@ -5,14 +5,14 @@ from __future__ import annotations
 from .._lazy import cst
 from ..analysis.code import argument
 from ..analysis.devices import cpu_literal
+from ..analysis.vocabulary import LEGACY_KINDS
 from ..rule import Rule
 
 # The legacy constructors build CPU tensors only; ``torch.cuda.FloatTensor`` and friends are
 # CUDA's own and not here.
-_KINDS = ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
-LEGACY = frozenset(f"torch.{kind}Tensor" for kind in _KINDS)
+LEGACY = frozenset(f"torch.{kind}Tensor" for kind in LEGACY_KINDS)
 # Called, and given ``device=`` (``Tensor`` alone is in every annotation of torch's own code).
-_CALLS = frozenset(f"{kind}Tensor(" for kind in _KINDS)
+_CALLS = frozenset(f"{kind}Tensor(" for kind in LEGACY_KINDS)
 
 
 def _names_the_cpu(value: cst.BaseExpression, names) -> bool:

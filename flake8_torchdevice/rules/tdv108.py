@@ -9,7 +9,7 @@ from .._lazy import cst
 from ..analysis import machines
 from ..analysis.code import last_name, subtree
 from ..analysis.flow.facts import is_main_guard
-from ..analysis.devices import cuda_literal, device_argument, device_targets, is_device_name
+from ..analysis.devices import cuda_literal, device_targets, is_cuda_call, is_device_name
 from ..analysis.guards import CUDA_WORD, CudaGuards, is_cuda_flag
 from ..analysis.machines import MachineEvidence
 from ..names import dotted_name
@@ -215,12 +215,12 @@ def _handed_on(body: cst.BaseSuite, names) -> Optional[set[str]]:
     ``GradScaler(device)``), which turns itself off without CUDA, nor a builtin's argument
     (``getattr(torch, device)``, ``str(device)``). None when the body asks torch
     about CUDA itself."""
+    if _asks_cuda(body, names):
+        return None
     values: set[int] = set()
     handed: set[str] = set()
     for node in subtree(body):
         if isinstance(node, cst.Call):
-            if names.qualify(node.func) in _ASKS:
-                return None
             if (last_name(node.func) or "") not in _NOT_PLACING:
                 values.update(id(arg.value) for arg in node.args)
         elif isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)) and node.value is not None:
@@ -296,5 +296,5 @@ def _places_on_cuda(node: cst.CSTNode, names) -> bool:
     if not isinstance(node, cst.Call):
         return False
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
-        return device_argument(node) is None  # ``.cuda(non_blocking=True)`` too; not ``.cuda(rank)``
+        return is_cuda_call(node)
     return any(cuda_literal(target, names) for target in device_targets(node))
