@@ -202,7 +202,10 @@ def _holds_weights(node: cst.CSTNode) -> bool:
 
 def _existence_checked(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
     """The path an ``if`` test checks exists: ``os.path.exists(p)``, ``osp.isfile(p)``,
-    ``exists(p)``, ``p.exists()``, ``p.is_file()``."""
+    ``exists(p)``, ``p.exists()``, ``p.is_file()``, also as one operand of ``and``
+    (``if cache and os.path.isfile(cache):``: the body still runs only when the file exists)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _existence_checked(test.left) or _existence_checked(test.right)
     if not isinstance(test, cst.Call):
         return None
     func = test.func
