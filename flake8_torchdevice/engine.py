@@ -155,6 +155,7 @@ class _Scan:
         self._imported: Optional[frozenset[str]] = None
         self._assigned: Optional[frozenset] = None
         self._helpers: Optional[list[int]] = None
+        self._displayed: Optional[frozenset[int]] = None
         self._names = None
 
     def lines_of(self, word: str) -> list[int]:
@@ -198,6 +199,12 @@ class _Scan:
             self._helpers = [self.names.definition(name).lineno for name in entry_helpers(self.names)]
         return self._helpers
 
+    def displayed_lines(self) -> frozenset[int]:
+        """The lines of attribute assignments of a display (``Rule.DISPLAYED``)."""
+        if self._displayed is None:
+            self._displayed = words.displayed_attribute_lines(self.tree)
+        return self._displayed
+
     def follows_self_calls(self, class_name: str) -> bool:
         return follows_self_calls(self.names, class_name)
 
@@ -233,11 +240,14 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
         located += scan.assigned_word_lines(groups[0])
     if rule.ENTRY_HELPERS and located:
         located += [(line, len(rule.GROUPS) - 1) for line in scan.entry_helper_lines()]
+    needed = set(range(len(rule.GROUPS)))
+    if rule.DISPLAYED:  # one more group: its lines are the display assignments
+        located += [(line, len(groups)) for line in scan.displayed_lines()]
+        needed.add(len(groups))
     # A docstring's words are no code (no rule reports in one): ``>>> torch.load(f)`` in an
     # example must not make the rule read its READS all over the file.
     docstrings = index.docstring_lines
     located = [(line, number) for line, number in located if line not in docstrings]
-    needed = set(range(len(rule.GROUPS)))
     if not needed <= {number for _, number in located}:
         return []  # a group's words occur nowhere as the rule needs them: its READS are not read
     if not rule.TOGETHER:

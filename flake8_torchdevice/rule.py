@@ -133,6 +133,10 @@ class Rule:
     # to (``analysis/entry_helpers.py``) counts as a word of the last NEEDS group: the helper is
     # decided as the entry point is.
     ENTRY_HELPERS: ClassVar[bool] = False
+    # True when every finding is a list, tuple or dict display or comprehension assigned to an
+    # attribute (``self.layers = [...]``, or ``self.heads = {}`` filled later): a unit (SCOPE's)
+    # must hold such an assignment too, as one more group that TOGETHER counts.
+    DISPLAYED: ClassVar[bool] = False
     GROUPS: ClassVar[Tuple[FrozenSet[str], ...]] = ()  # NEEDS, normalised
 
     def __init_subclass__(cls, **kwargs) -> None:

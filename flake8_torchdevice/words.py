@@ -326,6 +326,22 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
     return frozenset(found)
 
 
+def displayed_attribute_lines(tree: ast.Module) -> frozenset[int]:
+    """The lines of each assignment of a list, tuple or dict display, or of a list or dict
+    comprehension, to an attribute (``self.layers = [nn.Linear(4, 4) for _ in range(3)]``,
+    ``self.heads = {}``): ``Rule.DISPLAYED``'s necessary condition."""
+    found: set[int] = set()
+    for node in _statements(tree.body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, _DISPLAYS):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(target, ast.Attribute) for target in targets):
+                found.update(range(node.lineno, node.end_lineno + 1))
+    return frozenset(found)
+
+
+_DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp)
+
+
 def _statements(body: list) -> Iterator[ast.stmt]:
     """Every statement of ``body``, nested ones included; expressions are not entered
     (no assignment statement lives in one)."""

@@ -152,3 +152,13 @@ def test_an_import_is_reported_only_where_its_names_are_called():
         return isinstance(scaler, GradScaler)
     """
     assert lines(DeprecatedAmp, source) == []
+
+
+def test_tdv503_a_dict_registered_through_its_values_is_no_finding():
+    # ``nn.ModuleList(list(self.convs.values()))`` registers what the dict holds.
+    registered = MODULE.format(value='{"a": nn.Linear(2, 2)}') + (
+        "        self.decoder = nn.ModuleList(list(self.layers.values()))\n"
+    )
+    assert lines(ModulesInPlainContainer, registered) == []
+    keys_only = MODULE.format(value='{"a": nn.Linear(2, 2)}') + "        self.names = sorted(self.layers.keys())\n"
+    assert lines(ModulesInPlainContainer, keys_only) == [8]

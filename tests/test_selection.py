@@ -490,3 +490,31 @@ def test_every_rule_declares_words_and_a_known_scope():
 
 def test_fixtures_directory_is_where_the_cases_come_from():
     assert all(case.path.is_relative_to(FIXTURES) for case in CASES)
+
+
+_LAYERED = (
+    "import torch\nfrom torch import nn\n\n\nclass Tower(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n{init}\n\n    def forward(self, x):\n        return x\n"
+)
+
+
+@pytest.mark.parametrize(
+    "init, parsed",
+    [
+        ("        self.layers = [nn.Linear(2, 2) for _ in range(3)]", True),
+        ("        self.heads = {}\n        self.heads['a'] = nn.Linear(2, 2)", True),
+        ("        self.pair: tuple = (\n            nn.Linear(2, 2),\n            nn.Linear(2, 2),\n        )", True),
+        ("        self.layer = nn.Linear(2, 2)", False),
+        ("        self.net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())", False),
+        ("        layers = [nn.Linear(2, 2)]\n        self.net = nn.Sequential(*layers)", False),
+    ],
+)
+def test_tdv503_parses_only_a_class_that_assigns_a_display_to_an_attribute(init, parsed):
+    # DISPLAYED: every TDV503 finding is a display assigned to an attribute; a module class
+    # without one (most of torch.nn) is not parsed for it.
+    source = _LAYERED.format(init=init)
+    assert bool(_hits_of("TDV503", source)) is parsed
+    rule = [RULES_BY_CODE["TDV503"]]
+    found = findings(source, rule)
+    assert found == findings(source, rule, full=True)
+    assert [code for *_, code in found] == (["TDV503"] if parsed else [])

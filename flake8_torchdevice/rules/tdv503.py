@@ -43,13 +43,10 @@ class _Class:
 
 
 class ModulesInPlainContainer(AssignmentBindings, Rule):
-    r"""**Off by default (opt-in: `extend-select = TDV503`).** Its verdict reads the
-    whole class (an `_apply` override, a later `nn.ModuleList(self.layers)` or
-    `add_module` elsewhere clear a finding), so every class whose `__init__` builds
-    `torch.nn` layers is parsed: on torch's own `torch/nn/modules`, `torch/optim`
-    and `torch/utils/data` it alone costs about 4x `ast.parse` of those files,
-    more than the whole budget of the rules on by default (docs/performance.md).
-    It found nothing on the 24 real projects of the precision benchmark.
+    r"""On by default. Its verdict reads the whole class (an `_apply` override, a later
+    `nn.ModuleList(self.layers)` or `add_module` elsewhere clear a finding), but only a
+    class that assigns a list, tuple or dict display or comprehension to an attribute is
+    parsed for it (every finding is one), which keeps its cost small (docs/performance.md).
 
     ## What it does
     Flags, in `__init__` of a class that derives from `torch.nn.Module` (under any alias, or
@@ -98,7 +95,7 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
       `Identity`, `Flatten`, `Upsample` (nothing is lost on `.to(device)`; note that
       `model.eval()` still does not reach a listed `Dropout`);
     - a list the class passes to any call (`nn.ModuleList(self.layers)`,
-      `nn.Sequential(*self.layers)`) or assigns again;
+      `nn.Sequential(*self.layers)`, a dict's view: `list(self.convs.values())`) or assigns again;
     - a class that registers by hand (`add_module`, `register_module`,
       `register_parameter`, `setattr`) or overrides `_apply` / `to` / `cuda`;
     - elements that are not `torch.nn` layers (Keras layers; classes of your own, which
@@ -134,8 +131,9 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
     )
     FIX = "unsafe"
     NEEDS = [{"__init__"}, STATE_WORDS]
-    DEFAULT_ENABLED = False
     SCOPE = CLASS  # wrapping, add_module or _apply in other methods decide
+    TOGETHER = True  # the layers, __init__ and the display assignment are in the finding's class
+    DISPLAYED = True  # every finding is a display assigned to an attribute
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -244,7 +242,7 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
         if isinstance(func, cst.Name) and name in READERS:
             return
         for arg in node.args:
-            attr = self._self_attr(arg.value)
+            attr = self._self_attr(_viewed(arg.value))
             if attr is not None:
                 owner.wrapped.add(attr)
 
@@ -276,6 +274,15 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
             if self.names.resolve_dotted(spelling) == "torch.nn":
                 return spelling
         return None
+
+
+def _viewed(value: cst.BaseExpression) -> cst.BaseExpression:
+    """The dict behind a view of it (``self.convs.values()``: ``nn.ModuleList(list(self.convs.values()))``
+    registers what the dict holds), else the value."""
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute):
+        if value.func.attr.value in ("values", "items"):
+            return value.func.value
+    return value
 
 
 def _key(target: cst.Subscript) -> Optional[bool]:
