@@ -593,3 +593,39 @@ def test_a_function_without_a_word_of_its_own_is_parsed_when_module_code_holds_t
     selected = check_source(source, rules=FLOW, strict=True).violations
     full = check_source(source, rules=FLOW, full=True, strict=True).violations
     assert [(v.code, v.line) for v in selected] == [(v.code, v.line) for v in full] == [("TDV601", 10)]
+
+
+@pytest.mark.parametrize(
+    "listed, reported",
+    [
+        ("[x.to(device) for x in xs]", True),
+        ("[(x.to(device), x.cuda()) for x in xs]", True),
+        ("[xs[0].to(device), xs[1].to(device)]", True),
+        ("[x.to(device).cpu() for x in xs]", False),
+        ("[(x.to(device), x) for x in xs]", False),  # one element on the CPU: unknown as a whole
+        ("[xs[0].to(device), xs[1]]", False),
+        ("[x for x in xs]", False),
+        ("(xs[0].to(device), xs[1].to(device))", False),  # a tuple display is no list of tensors here
+    ],
+)
+def test_numpy_of_a_list_of_placed_tensors(listed, reported):
+    source = f"device = 'cuda'\n\n\ndef f(xs):\n    kept = {listed}\n    return np.array(kept)\n"
+    assert codes(source) == ([("TDV603", 9)] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "bound, reported",
+    [
+        ("total, batches = 0, iter(val_loader)", True),
+        ("batches, total = tqdm(val_loader), 0", True),
+        ("total, batches = 0, make_batches()", False),
+        ("total, batches = stats()", False),  # no element-wise value: unknown
+    ],
+)
+def test_a_loader_bound_element_by_element(bound, reported):
+    source = (
+        "from tqdm import tqdm\n\n\ndef f(model, val_loader):\n    model = model.to('cuda')\n"
+        f"    {bound}\n    for x, y in batches:\n        out = model(x.to('cuda'))\n"
+        "        total = total + (out.argmax(1) == y).sum()\n    return total\n"
+    )
+    assert codes(source) == ([("TDV602", 12)] if reported else [])

@@ -44,7 +44,7 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     ## When it does not report
     - loops over anything but a loader (`DataLoader(...)`, a name such as `train_loader`, `val_dataloader`,
       `test_dl`, or a name the function bound to a loader: `val_generator = DataLoader(val_set)`, `bar =
-      tqdm(train_loader)`);
+      tqdm(train_loader)`, also element by element: `total, bar = 0, tqdm(train_loader)`);
     - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`,
       `fabric.setup_dataloaders`, Lightning's `training_step`);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose

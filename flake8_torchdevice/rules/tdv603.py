@@ -20,7 +20,9 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     (`.to(` / `.cuda(`) hands it (`self.hardest(distances)` with placed distances) and what one
     returns to such a method when every return is placed (`self.pdist(out)`), in a class that is
     no `torch.nn` module; a list that only placed values are appended to concatenates to a
-    placed tensor (`torch.cat(rows)`); a device that may be CUDA counts
+    placed tensor (`torch.cat(rows)`), and `np.array` / `np.asarray` of a list display or
+    comprehension of placed tensors (or of tuples of them: `np.array([(x.to(device), y.to(device))
+    for x, y in batches])`) converts each of them; a device that may be CUDA counts
     (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`).
 
     ## Why is this bad?

@@ -79,6 +79,8 @@ class Calls:
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
+            elif values and values[0] is not None and values[0].kind == LIST and values[0].items:
+                self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
             return Value(NUMPY, call)
         if _is_plot(call.func, qualified, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]

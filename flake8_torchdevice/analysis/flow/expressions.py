@@ -81,8 +81,8 @@ class Expressions:
             body, orelse = self.ev(expr.body, env), self.ev(expr.orelse, env)
             return either(body, orelse)
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            self.comprehension(expr, env)
-            return None
+            element = self.comprehension(expr, env)
+            return _placed_list(expr, [element]) if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) else None
         if isinstance(expr, cst.NamedExpr):
             value = self.ev(expr.value, env)
             self.bind(expr.target, value, env)
@@ -93,9 +93,8 @@ class Expressions:
             collected = Value(LIST, expr)  # ``distances = []``: followed while only placed values are appended
             collected.items = []
             return collected
-        for child in _expression_children(expr):
-            self.ev(child, env)
-        return None
+        values = [self.ev(child, env) for child in _expression_children(expr)]
+        return _placed_list(expr, values) if isinstance(expr, cst.List) else None
 
     def attribute(self, expr: cst.Attribute, base: Optional[Value]) -> Optional[Value]:
         attr = expr.attr.value
@@ -146,7 +145,7 @@ class Expressions:
         if base.kind == CPU and not base.zero and index.kind == PLACED:
             self.flow.meets.append(Meet(expr, base, index, self.index))
 
-    def comprehension(self, expr, env: dict) -> None:
+    def comprehension(self, expr, env: dict):
         local = dict(env)
         clause = expr.for_in
         while clause is not None:
@@ -158,8 +157,27 @@ class Expressions:
         if isinstance(expr, cst.DictComp):
             self.ev(expr.key, local)
             self.ev(expr.value, local)
-        else:
-            self.ev(expr.elt, local)
+            return None
+        if isinstance(expr.elt, cst.Tuple):  # ``[(x.to(d), y.to(d)) for x, y in batches]``
+            parts = [self.ev(part.value, local) for part in expr.elt.elements]
+            return parts if parts and all(_is_placed(part) for part in parts) else None
+        return self.ev(expr.elt, local)
+
+
+def _is_placed(value: Optional[Value]) -> bool:
+    return value is not None and value.kind == PLACED
+
+
+def _placed_list(expr, elements: list) -> Optional[Value]:
+    """A list display or comprehension of placed tensors (an element may be a tuple of them,
+    given as a list): a LIST whose items are those tensors, so that NumPy of it is NumPy of
+    them; anything else stays unknown."""
+    items = [part for element in elements for part in (element if isinstance(element, list) else [element])]
+    if not elements or not items or not all(_is_placed(item) for item in items):
+        return None
+    collected = Value(LIST, expr)
+    collected.items = items
+    return collected
 
 
 def _expression_children(expr) -> list:

@@ -40,15 +40,15 @@ class Loops:
         return True
 
     def note_loader(self, node: cst.Assign, env: dict) -> None:
-        """``val_generator = DataLoader(val_set)``, ``bar = tqdm(loader)``: the name is a loader
-        however it is called; bound to anything else, it is not."""
-        value = node.value
-        if isinstance(value, cst.Call) and last_name(value.func) in WRAPPERS and value.args:
-            value = value.args[0].value
-        is_loader = self.is_loader(value, env)
+        """``val_generator = DataLoader(val_set)``, ``bar = tqdm(loader)``, also element by element
+        (``total, bar = 0, tqdm(loader)``): the name is a loader however it is called; bound to
+        anything else, it is not."""
         for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                (self.loaders.add if is_loader else self.loaders.discard)(target.target.value)
+            for name, value in _pairs(target.target, node.value):
+                if isinstance(value, cst.Call) and last_name(value.func) in WRAPPERS and value.args:
+                    value = value.args[0].value
+                is_loader = value is not None and self.is_loader(value, env)
+                (self.loaders.add if is_loader else self.loaders.discard)(name)
 
     def bind_elements(self, target, env: dict) -> None:
         loop = Loop()
@@ -81,6 +81,20 @@ class Loops:
         if label not in loop.elements:
             loop.elements[label] = Value(SIBLING, label, loop=loop)
         return loop.elements[label]
+
+
+def _pairs(target, value) -> list:
+    """(name, the value bound to it) of an assignment's target: a name takes the value; a tuple
+    of names takes a tuple display of as many values element by element (None: a value unknown)."""
+    if isinstance(target, cst.Name):
+        return [(target.value, value)]
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return []
+    names = [element.value for element in target.elements]
+    values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+    paired = len(values) == len(names) and not any(isinstance(v, cst.StarredElement) for v in values)
+    return [(name.value, values[i].value if paired else None)
+            for i, name in enumerate(names) if isinstance(name, cst.Name)]
 
 
 def _framework_owner(expr: cst.Attribute) -> bool:

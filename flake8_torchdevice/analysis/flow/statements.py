@@ -64,6 +64,7 @@ class Statements:
     def small(self, node, env: dict) -> None:
         if isinstance(node, cst.Assign):
             if _pairwise(node):  # a, b = a.cuda(), b.cuda(): each name its own value
+                self.note_loader(node, env)  # total, bar = 0, tqdm(loader)
                 values = [self.ev(element.value, env) for element in node.value.elements]
                 for element, value in zip(node.targets[0].target.elements, values):
                     self.bind(element.value, value, env)
