@@ -429,3 +429,24 @@ def test_tdv106_leaves_parsable_and_unknowable_devices(device):
 def test_tdv106_reads_only_device_positions():
     source = 'import torch\nlabel = "GPU"\nopts = {"device": "gpu"}\nprint("cuda0")\nx = torch.ones(2).sum("gpu")\n'
     assert found(source, InvalidDeviceType) == []
+
+
+@pytest.mark.parametrize(
+    "shown, reported",
+    [
+        ('print("visible GPUs:", args.gpu_id)', False),
+        ('logger.info("GPU %s", args.gpu_id)', False),
+        ("model.cuda(args.gpu_id)", True),  # the id chooses the GPU: a GPU per process
+        ('print(args.gpu_id)\n    model.cuda(args.gpu_id)', True),
+    ],
+)
+def test_tdv201_a_gpu_id_that_is_only_shown_is_no_gpu_per_process(shown, reported):
+    # A CUDA-only function (an unguarded .cuda()) loads where its GPU is, unless processes run
+    # one per GPU; a GPU id printed or logged chooses nothing.
+    source = (
+        "import logging\nimport torch\nlogger = logging.getLogger()\n\n\n"
+        "def main(args, model):\n    model = model.cuda()\n"
+        f"    {shown}\n    model.load_state_dict(torch.load(args.resume))\n"
+    )
+    lines = found(source, TorchLoadWithoutMapLocation)
+    assert bool(lines) is reported

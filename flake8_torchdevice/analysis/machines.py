@@ -46,6 +46,9 @@ READS = frozenset(
 
 # Names of a switch between one GPU and several (``multigpus``, ``use_multi_gpu``).
 _SEVERAL_GPUS = re.compile(r"multi(?:ple)?_?gpu", re.I)
+# Calls that only report a value (``print(args.gpu_id)``, ``logger.info("gpu %s", gpu_id)``):
+# a name read there is no device choice of the code.
+_REPORTING_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "set_description"})
 
 
 _VISIBLE = "CUDA_VISIBLE_DEVICES"
@@ -59,6 +62,14 @@ def _sets_visible_devices(target: cst.BaseExpression) -> bool:
         isinstance(element.slice, cst.Index) and string_value(element.slice.value) == _VISIBLE
         for element in target.slice
     )
+
+
+def _reports_only(call: cst.Call) -> bool:
+    """``print(...)`` or a logger's ``info(...)`` / ``warning(...)`` / ...: the call shows its arguments."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "print"
+    return isinstance(func, cst.Attribute) and func.attr.value in _REPORTING_METHODS
 
 
 def _several_gpus_switch(test: cst.BaseExpression) -> bool:
@@ -167,6 +178,8 @@ class MachineEvidence:
                 and last_name(call.func.value) == "environ" and len(positional) == 2 \
                 and string_value(positional[0].value) == _VISIBLE:
             self._hide_names(positional[1].value)  # os.environ.setdefault("CUDA_VISIBLE_DEVICES", gpu_id)
+        if _reports_only(call):
+            self._hide_names(call)  # ``print(args.gpu_id)``: shown, not used to choose a device
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":

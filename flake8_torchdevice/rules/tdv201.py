@@ -89,7 +89,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - code with no sign of another machine: no CPU path, one GPU, and the path not given by a caller (a CUDA-only
       script, `assert torch.cuda.is_available()` with no process per GPU; a switch between one GPU and several,
       `self.model.module if multigpus else self.model`, is no CPU path; a GPU id that only sets
-      `os.environ["CUDA_VISIBLE_DEVICES"]` is no process per GPU: the process sees that GPU as `cuda:0`);
+      `os.environ["CUDA_VISIBLE_DEVICES"]` is no process per GPU: the process sees that GPU as `cuda:0`; nor
+      is one the code only prints or logs: `print(args.gpu_id)`, `logger.info(...)`);
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
