@@ -438,6 +438,7 @@ def test_tdv106_reads_only_device_positions():
         ('logger.info("GPU %s", args.gpu_id)', False),
         ("model.cuda(args.gpu_id)", True),  # the id chooses the GPU: a GPU per process
         ('print(args.gpu_id)\n    model.cuda(args.gpu_id)', True),
+        ('logger.warning(f"rank {args.local_rank}")', True),  # a rank shown: there are processes
     ],
 )
 def test_tdv201_a_gpu_id_that_is_only_shown_is_no_gpu_per_process(shown, reported):

@@ -689,3 +689,21 @@ def test_the_selection_keeps_a_helper_of_a_forward_for_tdv504():
     selective = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
     whole = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True, full=True).violations
     assert [(v.line, v.code) for v in selective] == [(v.line, v.code) for v in whole] == [(7, "TDV504")]
+
+
+@pytest.mark.parametrize(
+    "helper, reported",
+    [
+        ("def match(*inputs):\n    return inputs[0] + torch.ones(inputs[0].shape)\n", [2]),
+        ("def match(*inputs):\n    left, right = inputs[0], inputs[1]\n    return left * right + torch.ones(left.shape)\n", [3]),
+        ("def match(*inputs):\n    left, right = 1.0, inputs[1]\n    return left + torch.ones(right.shape)\n", []),
+    ],
+)
+def test_tdv504_a_forward_handing_on_all_its_inputs(helper, reported):
+    # ``def forward(self, *inputs): return match(*inputs)``: inside ``match`` the inputs live
+    # where the model lives; ``left, right = inputs[0], inputs[1]`` binds each name its own value.
+    source = (
+        "import torch\nfrom torch import nn\n\n\n" + helper
+        + "\n\nclass Matching(nn.Module):\n    def forward(self, *inputs):\n        return match(*inputs)\n"
+    )
+    assert lines(FactoryWithoutDeviceInForward, source) == [line + 4 for line in reported]

@@ -38,12 +38,16 @@ def _helpers(names):
 
 
 def _called_with_inputs(names, method: ast.FunctionDef):
-    params = {arg.arg for arg in method.args.posonlyargs + method.args.args[1:] + method.args.kwonlyargs}
+    arguments = method.args
+    params = {arg.arg for arg in arguments.posonlyargs + arguments.args[1:] + arguments.kwonlyargs}
+    if arguments.vararg is not None:  # ``def forward(self, *inputs): return kron(*inputs)``
+        params.add(arguments.vararg.arg)
     for sub in ast.walk(method):
         if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)):
             continue
         if not isinstance(names.definition(sub.func.id), (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        given = [arg for arg in sub.args] + [keyword.value for keyword in sub.keywords]
+        given = [arg.value if isinstance(arg, ast.Starred) else arg for arg in sub.args]
+        given += [keyword.value for keyword in sub.keywords]
         if any(isinstance(arg, ast.Name) and arg.id in params for arg in given):
             yield sub.func.id

@@ -142,6 +142,8 @@ class FactoryMeetings(FactoryValues):
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 env[star.name.value] = ("T", (star.name.value,), True)
+                if star is params.star_arg:
+                    self._groups[-1].stars.add(star.name.value)  # ``*inputs``: a tuple of inputs
         return env
 
     @property
@@ -150,10 +152,17 @@ class FactoryMeetings(FactoryValues):
 
     # -- statements -----------------------------------------------------
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._env is not None:
-            kind = self._ev(node.value)
-            for target in node.targets:
-                self._bind(target.target, kind)
+        if self._env is None:
+            return
+        pairs = _pairwise(node)
+        if pairs is not None:  # ``left, right = x, y``: each name its own value
+            kinds = [self._ev(value) for _, value in pairs]
+            for (target, _), kind in zip(pairs, kinds):
+                self._bind(target, kind)
+            return
+        kind = self._ev(node.value)
+        for target in node.targets:
+            self._bind(target.target, kind)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if self._env is not None and node.value is not None:
@@ -258,12 +267,14 @@ class FactoryMeetings(FactoryValues):
                 continue  # maybe a number (rank, scale): precision first
             if passes_device(call):
                 continue
+            # ``*inputs`` is a tuple: its first element has the device.
+            root = f"{evident[0]}[0]" if evident[0] in group.stars else evident[0]
             if id(call) in group.forced:
-                self.report(call, self.FORCED_MESSAGE.format(root=evident[0]))
+                self.report(call, self.FORCED_MESSAGE.format(root=root))
                 continue
             # The callee as dotted text: one line, whatever its layout (``torch . ones``).
             factory = dotted_name(call.func) or code_of(call.func)
-            self.report(call, self.MESSAGE.format(factory=factory, root=evident[0]))
+            self.report(call, self.MESSAGE.format(factory=factory, root=root))
         inputs = [name for name in group.params if name in group.evidence]
         device = f"{inputs[0]}.device" if inputs else "next(self.parameters()).device"
         for call, attr in group.layer_findings:
@@ -276,9 +287,24 @@ class FactoryMeetings(FactoryValues):
             self.report(call, self.LAYER_MESSAGE.format(factory=factory, layer=attr, device=device))
 
 
+def _pairwise(node: cst.Assign) -> Optional[list]:
+    """(target, value) of each element of ``a, b = x, y`` (one target, displays of one length,
+    nothing starred); None for any other assignment."""
+    if len(node.targets) != 1:
+        return None
+    target, value = node.targets[0].target, node.value
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return None
+    if len(target.elements) != len(value.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+
+
 class _Group:
     __slots__ = ("owner", "layers_of", "params", "evidence", "cpu_bound", "findings", "layer_findings",
-                 "loop_layers", "forced")
+                 "loop_layers", "forced", "stars")
 
     def __init__(self, owner: cst.FunctionDef, layers_of: Optional[str]) -> None:
         self.owner = owner
@@ -290,3 +316,4 @@ class _Group:
         self.layer_findings: list = []  # (factory call, what names the layer)
         self.loop_layers: dict = {}  # loop variable -> the self attribute it iterates
         self.forced: set = set()  # ids of ``.cuda()`` calls sending a factory's tensor to the current GPU
+        self.stars: set = set()  # the ``*args`` parameter's name

@@ -32,7 +32,8 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     (`for layer in self.rnns: out, _ = layer(out, hidden)`, also through
     `zip`/`enumerate`/`reversed`) or an item (`self.rnns[i](out, hidden)`). `Variable(t)` is `t`.
     Closures defined in `forward` count as `forward`, and so does a module-level function of the
-    same file that such a `forward` hands one of its own parameters to (`x = pad(x, self.lcm)`):
+    same file that such a `forward` hands one of its own parameters to (`x = pad(x, self.lcm)`; also
+    all of them: `def forward(self, *inputs): return match(*inputs)`):
     inside it, the input lives where the model lives.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
