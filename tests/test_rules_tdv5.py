@@ -695,7 +695,11 @@ def test_the_selection_keeps_a_helper_of_a_forward_for_tdv504():
     "helper, reported",
     [
         ("def match(*inputs):\n    return inputs[0] + torch.ones(inputs[0].shape)\n", [2]),
-        ("def match(*inputs):\n    left, right = inputs[0], inputs[1]\n    return left * right + torch.ones(left.shape)\n", [3]),
+        (
+            "def match(*inputs):\n    left, right = inputs[0], inputs[1]\n"
+            "    return left * right + torch.ones(left.shape)\n",
+            [3],
+        ),
         ("def match(*inputs):\n    left, right = 1.0, inputs[1]\n    return left + torch.ones(right.shape)\n", []),
     ],
 )

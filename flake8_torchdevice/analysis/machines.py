@@ -28,7 +28,7 @@ from .guards import is_cuda_flag, is_cuda_test
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 _RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
-_PROCESS_WORDS = frozenset({"local_rank", "LOCAL_RANK"})  # a process's rank: there are several
+_GPU_ID_WORDS = _RANK_WORDS - {"local_rank", "LOCAL_RANK"}  # a GPU's id, not a process's rank
 _MULTI_GPU_CALLS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
     "torch.cuda.set_device",
@@ -180,10 +180,10 @@ class MachineEvidence:
                 and string_value(positional[0].value) == _VISIBLE:
             self._hide_names(positional[1].value)  # os.environ.setdefault("CUDA_VISIBLE_DEVICES", gpu_id)
         if _reports_only(call):
-            # ``print(args.gpu_id)``: shown, not used to choose a device. A rank shown
+            # ``print(args.gpu_id)``: a GPU id shown, not used to choose a device. A rank shown
             # (``logger.warning(f"rank {args.local_rank}")``) still says the processes exist.
             self._not_evidence.update(
-                id(node) for node in subtree(call) if isinstance(node, cst.Name) and node.value not in _PROCESS_WORDS
+                id(node) for node in subtree(call) if isinstance(node, cst.Name) and node.value in _GPU_ID_WORDS
             )
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
