@@ -143,6 +143,21 @@ def target_names(target: "cst.CSTNode") -> list[str]:
     return []
 
 
+def paired_assignment(node: "cst.Assign") -> Optional[list]:
+    """(target, value) of each element of ``a, b = x, y``: one target, displays of one length,
+    nothing starred; None for any other assignment."""
+    if len(node.targets) != 1:
+        return None
+    target, value = node.targets[0].target, node.value
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return None
+    if len(target.elements) != len(value.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+
+
 def param_names(params: "cst.Parameters") -> list[str]:
     """Every name a function's parameters bind, ``*args`` and ``**kwargs`` included."""
     names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]

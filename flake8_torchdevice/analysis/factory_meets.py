@@ -20,7 +20,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..names import dotted_name
-from .code import code_of
+from .code import code_of, paired_assignment
 from .factory_kinds import annotation, decorator_name, impure, is_data_class, items_of_self, maybe_tensor, tagged
 from .factory_values import FactoryValues
 from .entry_helpers import entry_helpers
@@ -154,7 +154,7 @@ class FactoryMeetings(FactoryValues):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._env is None:
             return
-        pairs = _pairwise(node)
+        pairs = paired_assignment(node)
         if pairs is not None:  # ``left, right = x, y``: each name its own value
             kinds = [self._ev(value) for _, value in pairs]
             for (target, _), kind in zip(pairs, kinds):
@@ -285,21 +285,6 @@ class FactoryMeetings(FactoryValues):
                 continue
             factory = dotted_name(call.func) or code_of(call.func)
             self.report(call, self.LAYER_MESSAGE.format(factory=factory, layer=attr, device=device))
-
-
-def _pairwise(node: cst.Assign) -> Optional[list]:
-    """(target, value) of each element of ``a, b = x, y`` (one target, displays of one length,
-    nothing starred); None for any other assignment."""
-    if len(node.targets) != 1:
-        return None
-    target, value = node.targets[0].target, node.value
-    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
-        return None
-    if len(target.elements) != len(value.elements):
-        return None
-    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
-        return None
-    return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
 
 
 class _Group:

@@ -81,8 +81,8 @@ class Expressions:
             body, orelse = self.ev(expr.body, env), self.ev(expr.orelse, env)
             return either(body, orelse)
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            element = self.comprehension(expr, env)
-            return _placed_list(expr, [element]) if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) else None
+            elements = self.comprehension(expr, env)
+            return _placed_list(expr, elements) if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) else None
         if isinstance(expr, cst.NamedExpr):
             value = self.ev(expr.value, env)
             self.bind(expr.target, value, env)
@@ -145,7 +145,9 @@ class Expressions:
         if base.kind == CPU and not base.zero and index.kind == PLACED:
             self.flow.meets.append(Meet(expr, base, index, self.index))
 
-    def comprehension(self, expr, env: dict):
+    def comprehension(self, expr, env: dict) -> list:
+        """Follow a comprehension in its own scope; the values of what it yields (each part of a
+        tuple: ``[(x.to(d), y.to(d)) for x, y in batches]``), none for a dict comprehension."""
         local = dict(env)
         clause = expr.for_in
         while clause is not None:
@@ -157,23 +159,16 @@ class Expressions:
         if isinstance(expr, cst.DictComp):
             self.ev(expr.key, local)
             self.ev(expr.value, local)
-            return None
-        if isinstance(expr.elt, cst.Tuple):  # ``[(x.to(d), y.to(d)) for x, y in batches]``
-            parts = [self.ev(part.value, local) for part in expr.elt.elements]
-            return parts if parts and all(_is_placed(part) for part in parts) else None
-        return self.ev(expr.elt, local)
+            return []
+        if isinstance(expr.elt, cst.Tuple):
+            return [self.ev(part.value, local) for part in expr.elt.elements]
+        return [self.ev(expr.elt, local)]
 
 
-def _is_placed(value: Optional[Value]) -> bool:
-    return value is not None and value.kind == PLACED
-
-
-def _placed_list(expr, elements: list) -> Optional[Value]:
-    """A list display or comprehension of placed tensors (an element may be a tuple of them,
-    given as a list): a LIST whose items are those tensors, so that NumPy of it is NumPy of
-    them; anything else stays unknown."""
-    items = [part for element in elements for part in (element if isinstance(element, list) else [element])]
-    if not elements or not items or not all(_is_placed(item) for item in items):
+def _placed_list(expr, items: list) -> Optional[Value]:
+    """A list display or comprehension of placed tensors (or of tuples of them): a LIST whose
+    items are those tensors, so that NumPy of it is NumPy of them; anything else stays unknown."""
+    if not items or not all(item is not None and item.kind == PLACED for item in items):
         return None
     collected = Value(LIST, expr)
     collected.items = items

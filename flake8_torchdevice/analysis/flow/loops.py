@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._lazy import cst
-from ..code import code_of, last_name
+from ..code import code_of, last_name, paired_assignment, target_names
 from .values import BATCH, FRAMEWORK, PLACED, Loop, SIBLING, Value
 from .words import LOADER_WORDS, WRAPPERS
 
@@ -43,12 +43,11 @@ class Loops:
         """``val_generator = DataLoader(val_set)``, ``bar = tqdm(loader)``, also element by element
         (``total, bar = 0, tqdm(loader)``): the name is a loader however it is called; bound to
         anything else, it is not."""
-        for target in node.targets:
-            for name, value in _pairs(target.target, node.value):
-                if isinstance(value, cst.Call) and last_name(value.func) in WRAPPERS and value.args:
-                    value = value.args[0].value
-                is_loader = value is not None and self.is_loader(value, env)
-                (self.loaders.add if is_loader else self.loaders.discard)(name)
+        for name, value in _bound(node):
+            if isinstance(value, cst.Call) and last_name(value.func) in WRAPPERS and value.args:
+                value = value.args[0].value
+            is_loader = value is not None and self.is_loader(value, env)
+            (self.loaders.add if is_loader else self.loaders.discard)(name)
 
     def bind_elements(self, target, env: dict) -> None:
         loop = Loop()
@@ -83,18 +82,19 @@ class Loops:
         return loop.elements[label]
 
 
-def _pairs(target, value) -> list:
-    """(name, the value bound to it) of an assignment's target: a name takes the value; a tuple
-    of names takes a tuple display of as many values element by element (None: a value unknown)."""
-    if isinstance(target, cst.Name):
-        return [(target.value, value)]
-    if not isinstance(target, (cst.Tuple, cst.List)):
-        return []
-    names = [element.value for element in target.elements]
-    values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
-    paired = len(values) == len(names) and not any(isinstance(v, cst.StarredElement) for v in values)
-    return [(name.value, values[i].value if paired else None)
-            for i, name in enumerate(names) if isinstance(name, cst.Name)]
+def _bound(node: cst.Assign) -> list:
+    """(name, the value bound to it) of each name an assignment binds: a plain name takes the
+    value, ``a, b = x, y`` element by element; any other name a value unknown (None)."""
+    pairs = paired_assignment(node)
+    if pairs is not None:
+        return [(target.value, value) for target, value in pairs if isinstance(target, cst.Name)]
+    bound = []
+    for target in node.targets:
+        if isinstance(target.target, cst.Name):
+            bound.append((target.target.value, node.value))
+        else:
+            bound += [(name, None) for name in target_names(target.target)]
+    return bound
 
 
 def _framework_owner(expr: cst.Attribute) -> bool:

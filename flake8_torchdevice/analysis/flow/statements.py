@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._lazy import cst
-from ..code import code_of, param_names, string_value, subtree, target_names
+from ..code import code_of, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .facts import is_main_guard, key_of
 from .layers import is_cpu_layer
@@ -63,11 +63,12 @@ class Statements:
 
     def small(self, node, env: dict) -> None:
         if isinstance(node, cst.Assign):
-            if _pairwise(node):  # a, b = a.cuda(), b.cuda(): each name its own value
+            pairs = paired_assignment(node)
+            if pairs is not None:  # a, b = a.cuda(), b.cuda(): each name its own value
                 self.note_loader(node, env)  # total, bar = 0, tqdm(loader)
-                values = [self.ev(element.value, env) for element in node.value.elements]
-                for element, value in zip(node.targets[0].target.elements, values):
-                    self.bind(element.value, value, env)
+                values = [self.ev(value, env) for _, value in pairs]
+                for (target, _), value in zip(pairs, values):
+                    self.bind(target, value, env)
                 return
             if self.first_batch(node, env):
                 return
@@ -174,17 +175,6 @@ class Statements:
             self.block(body_of(node.orelse.body), merged)
         env.clear()
         env.update(merged)
-
-
-def _pairwise(node: cst.Assign) -> bool:
-    target, value = node.targets[0].target, node.value
-    return (
-        len(node.targets) == 1
-        and isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(value, (cst.Tuple, cst.List))
-        and len(target.elements) == len(value.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
-    )
 
 
 def params_of(node: cst.FunctionDef) -> list:
