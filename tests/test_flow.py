@@ -629,3 +629,22 @@ def test_a_loader_bound_element_by_element(bound, reported):
         "        total = total + (out.argmax(1) == y).sum()\n    return total\n"
     )
     assert codes(source) == ([("TDV602", 12)] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "helper, reported",
+    [
+        ("return x.view(x.size(0), -1)", True),  # a same-file helper that keeps the element on the CPU
+        ("return to_var(x.view(x.size(0), -1))", False),  # ... that moves it through another helper
+        ("return x.view(-1).to(DEVICE)", False),  # ... that moves it itself
+    ],
+)
+def test_a_same_file_helper_of_a_loader_element(helper, reported):
+    source = (
+        "DEVICE = 'cuda'\n\n\ndef to_var(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n"
+        "    return x\n\n\n"
+        f"def flatten(x):\n    {helper}\n\n\n"
+        "def f(model, loader):\n    model = model.cuda()\n    for images, _ in loader:\n"
+        "        images = flatten(images)\n        out = model(images)\n    return out\n"
+    )
+    assert codes(source) == ([("TDV602", 21)] if reported else [])

@@ -31,6 +31,19 @@ def moves_inputs(names, class_name: str) -> bool:
     return cache[class_name]
 
 
+def function_moves(names, function: str) -> bool:
+    """Does the module-level function ``function`` of this file (``def flatten(x): return
+    to_var(x.view(-1))``) name a move or a device in its code, or in the code of the same-file
+    functions and classes it names? False for a name the file does not define as a function."""
+    node = names.definition(function)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    cache = names.facts.setdefault("function_moves", {})
+    if function not in cache:
+        cache[function] = _code_moves(names, node, {function})
+    return cache[function]
+
+
 def still_method(names, method: str) -> bool:
     """Is ``method`` a method of some still class of this file (``def decode(self, z)``),
     not an ``nn.Module`` or object API name? A placed receiver calling it runs that class's

@@ -7,7 +7,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
-from ..still_modules import moves_inputs, still_method
+from ..still_modules import function_moves, moves_inputs, still_method
 from ..vocabulary import factory_name
 from .facts import key_of
 from .values import (
@@ -99,7 +99,7 @@ class Calls:
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None
-        helped = _batch_helper(call, [v for _, v in args])
+        helped = _batch_helper(call, [v for _, v in args], self.names)
         if helped is not None and callee is None:
             return helped
         if is_cpu_layer(callee):
@@ -187,7 +187,7 @@ class Calls:
                 self.record_numpy(call, receiver)
             return Value(NUMPY, call)
         if receiver is None:
-            return _batch_helper(call, args)
+            return _batch_helper(call, args, self.names)
         if receiver.kind == LIST:
             placed = method == "append" and len(args) == 1 and args[0] is not None and args[0].kind == PLACED
             receiver.items = receiver.items + [args[0]] if placed and receiver.items is not None else None
@@ -342,14 +342,17 @@ def _ctc_shaped(call: cst.Call, callee: Optional[Value]) -> bool:
     return _is_ctc(callee) or sum(arg.keyword is None and not arg.star for arg in call.args) == 4
 
 
-def _batch_helper(call: cst.Call, values: list) -> Optional[Value]:
+def _batch_helper(call: cst.Call, values: list, names) -> Optional[Value]:
     """``normalize_batch(x)`` of a loader element: a helper given one batch
     element answers where the element lives (the CPU), unless its name says it
-    moves it (``to_device(x)``, ``prepare(x)``)."""
+    moves it (``to_device(x)``, ``prepare(x)``) or it is a function of this file
+    whose code may move it (``flatten(x)`` returning ``to_var(x.view(-1))``)."""
     if len(values) != 1 or values[0] is None or values[0].kind != SIBLING or call.args[0].keyword is not None:
         return None
     name = (last_name(call.func) or "").lower()
     if any(word in name for word in _MOVING_HELPERS) or name.startswith("to"):
+        return None
+    if isinstance(call.func, cst.Name) and function_moves(names, call.func.value):
         return None
     return values[0]
 
