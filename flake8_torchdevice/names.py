@@ -154,6 +154,10 @@ class NameResolver:
         defines that name more than once (which one runs is not known here)."""
         return self._defs.get(name)
 
+    def local_function_names(self) -> list[str]:
+        """The module-level functions of this file (each defined once)."""
+        return [name for name, node in self._defs.items() if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
     def imports_any(self, packages) -> bool:
         """Was one of ``packages`` (top-level names) imported at module level?"""
         return any(package in self._imported for package in packages)

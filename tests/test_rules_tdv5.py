@@ -409,6 +409,57 @@ def test_a_closure_of_forward_is_forward_for_the_selection_too():
     assert [v.line for v in fast] == [v.line for v in full] == [7]
 
 
+LOSSES = """
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.functional import cross_entropy
+
+
+    def total(est, gt, masks):
+        loss = torch.Tensor([0])
+        for m in masks:
+            valid = m > 0
+            part = est[valid]
+            loss = loss + F.smooth_l1_loss(part, gt[valid])
+        return loss
+
+
+    def weighted(logits, labels):
+        return cross_entropy(logits, labels, weight=torch.ones(logits.shape[1]))
+
+
+    def ctc(log_probs, targets, lengths):
+        sizes = torch.IntTensor([log_probs.size(0)] * log_probs.size(1))
+        return F.ctc_loss(log_probs, targets, sizes, lengths)
+
+
+    def criterion_given(out, y, criterion):
+        return criterion(out, y) + torch.zeros(3)
+
+
+    def no_loss(x):
+        return x.float() + torch.zeros(3)
+
+
+    def train_step(pred, target, optimizer):
+        loss = torch.Tensor([0]) + F.mse_loss(pred, target)
+        loss.backward()
+        optimizer.step()
+    """
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_module_level_loss_function_is_decided_as_a_forward(full):
+    """Its inputs are a model's outputs and targets: TDV504's; CTC's CPU lengths are no
+    meeting; a function that calls no torch.nn.functional loss (or only one it is given), or does
+    not return the loss (a training step), stays TDV502's."""
+    source = textwrap.dedent(LOSSES)
+    result = check_source(source, rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], full=full,
+                          strict=True)
+    found = sorted((v.line, v.code) for v in result.violations)
+    assert found == [(8, "TDV504"), (17, "TDV504"), (30, "TDV502"), (34, "TDV502")]
+
+
 LAYERS = """
 import torch
 from torch import nn

@@ -64,7 +64,9 @@ GROWS_DIMS = frozenset(
     "unsqueeze expand expand_as repeat reshape reshape_as broadcast_to flatten repeat_interleave view_as".split()
 )
 # Keywords that carry tensor operands (dim=, k=, generator= ... do not).
-TENSOR_KEYWORDS = frozenset("input other index src source mask value values indices tensor tensors condition".split())
+TENSOR_KEYWORDS = frozenset(
+    "input other index src source mask value values indices tensor tensors condition weight pos_weight target".split()
+)
 # Members that only a tensor has (not device/dtype/to/cuda: modules and
 # accelerators have those too): reading one says the value is a tensor.
 TENSOR_MEMBERS = frozenset(

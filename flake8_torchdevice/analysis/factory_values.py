@@ -41,7 +41,18 @@ from .devices import device_argument
 from .guards import is_cuda_test
 from .flow.places import dtype_only
 from .modules import is_layer_attribute
-from .vocabulary import DATA_FACTORIES, MOVED_OR_CONVERTED, QUALIFIED_FACTORIES, factory_name, maybe_zero_dim
+from .vocabulary import (
+    DATA_FACTORIES,
+    FUNCTIONAL_LOSSES,
+    MOVED_OR_CONVERTED,
+    QUALIFIED_FACTORIES,
+    factory_name,
+    maybe_zero_dim,
+)
+
+
+# CTC takes its targets and lengths on the CPU (cuDNN's even requires them there).
+CTC_LOSS = "torch.nn.functional.ctc_loss"
 
 
 class FactoryValues:
@@ -214,7 +225,8 @@ class FactoryValues:
         tensor_args = [k for arg, k in zip(flat_args(call), kinds) if tensor_arg(arg)]
         for kind in tensor_args:
             self._used_as_tensor(kind, None)
-        if qualified in COMBINE_FUNCS:
+        # A loss meets its weight and target too (not CTC's lengths).
+        if qualified in COMBINE_FUNCS or qualified in FUNCTIONAL_LOSSES and qualified != CTC_LOSS:
             inputs = [k for k in tensor_args if tagged(k, "T")]
             for kind in tensor_args:
                 if inputs and tagged(kind, "C") and not kind[2]:

@@ -93,3 +93,13 @@ def _is_scalar_literal(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
         return expr.func.value in {"float", "int", "bool"}  # float("inf")
     return False
+
+
+# torch.nn.functional's losses: their inputs are a model's outputs and their targets.
+FUNCTIONAL_LOSSES = frozenset(
+    f"torch.nn.functional.{name}"
+    for name in """cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
+    binary_cross_entropy_with_logits kl_div poisson_nll_loss gaussian_nll_loss cosine_embedding_loss
+    hinge_embedding_loss margin_ranking_loss multilabel_margin_loss multilabel_soft_margin_loss
+    multi_margin_loss soft_margin_loss triplet_margin_loss triplet_margin_with_distance_loss ctc_loss""".split()
+)

@@ -13,8 +13,9 @@ from ..rule import Rule
 
 class FactoryWithoutDevice(FactoryMeetings, Rule):
     r"""## What it does
-    Inside a function or method (other than a module's `forward` or a metric's `update`:
-    TDV504 decides those, on by default), flags a torch factory call without `device=`
+    Inside a function or method (other than a module's `forward` or a metric's `update`, the
+    helpers a forward hands its input to, and module-level loss functions: TDV504 decides those,
+    on by default), flags a torch factory call without `device=`
     (`torch.zeros(n)`, `torch.arange(n)`, `torch.tensor([...])`, `torch.eye(n)`, ... under any
     alias) whose result is then used together with a tensor derived from the function's
     parameters in an operation that needs one device:
@@ -95,7 +96,9 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
     - 0-dim factories (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally;
     - data-loading code (`__getitem__`, collate functions, Dataset / Sampler classes) and inputs that go through
       `.numpy()` (CPU code by design);
-    - a module's `forward` and a metric's `update` outside test modules: TDV504 reports those.
+    - a module's `forward` and a metric's `update` outside test modules, the helpers a forward hands
+      its input to, and module-level functions that call a `torch.nn.functional` loss: TDV504 reports
+      those.
 
     ## The error torch raises
     On a GPU machine:

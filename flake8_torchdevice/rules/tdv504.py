@@ -8,8 +8,11 @@ for the functions whose inputs are known to live where the model lives: a module
 from __future__ import annotations
 
 from ..analysis.factory_meets import FactoryMeetings
-from ..analysis.vocabulary import FACTORY_NAMES
+from ..analysis.vocabulary import FACTORY_NAMES, FUNCTIONAL_LOSSES
 from ..rule import Rule
+
+
+LOSS_WORDS = frozenset(name.rpartition(".")[2] for name in FUNCTIONAL_LOSSES)
 
 
 class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
@@ -34,7 +37,14 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     Closures defined in `forward` count as `forward`, and so does a module-level function of the
     same file that such a `forward` hands one of its own parameters to (`x = pad(x, self.lcm)`; also
     all of them: `def forward(self, *inputs): return match(*inputs)`):
-    inside it, the input lives where the model lives.
+    inside it, the input lives where the model lives. So does a module-level loss function: one
+    that hands its parameters, or values computed from them, to a `torch.nn.functional` loss
+    (`F.smooth_l1_loss(est[mask], gt[mask])`, `F.cross_entropy(logits, labels, weight=w)`) and
+    returns what it computes: its inputs are a model's outputs and their targets (a training
+    step that calls `backward()` and returns nothing is script code, TDV502's). In such a function a CPU total
+    (`loss = torch.Tensor([0])`, then `loss = loss + F.smooth_l1_loss(...)`) or a CPU class-weight
+    vector handed to the loss (`weight=torch.ones(n)`) is flagged. CTC's targets and lengths,
+    which `F.ctc_loss` takes on the CPU, are not.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
     applied where the input's device is known: whoever calls `model(x)` on a GPU has moved
@@ -95,7 +105,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       strings, or sent through `.numpy()` (CPU code by design);
     - methods other than `forward` (and a metric's `update`), classes that are not
       modules or metrics as far as this file shows, and test modules (a toy module in a
-      test runs where the test puts it).
+      test runs where the test puts it); a loss function is a module-level function that calls a
+      `torch.nn.functional` loss itself (one that calls a loss object it is given, `criterion(out, y)`,
+      is TDV502's).
 
     ## The error torch raises
     On a GPU machine:
@@ -129,6 +141,7 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     # Every finding is a factory call (``torch.zeros(``; an imported or aliased name is
     # found as such) in a ``forward`` or ``update`` method, or a closure of one: its own
     # name is a word of its unit. ``Tensor`` as an annotation or ``range`` in a loop is no call.
-    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES}, {"forward", "update"}]
+    # A module-level loss function is decided as a forward is: the loss it calls names it.
+    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES}, {"forward", "update", *LOSS_WORDS}]
     TOGETHER = True
     ENTRY_HELPERS = True  # a helper the forward hands its input to is decided as the forward
