@@ -648,3 +648,21 @@ def test_a_same_file_helper_of_a_loader_element(helper, reported):
         "        images = flatten(images)\n        out = model(images)\n    return out\n"
     )
     assert codes(source) == ([("TDV602", 21)] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "tokenized, call, reported",
+    [
+        ('tokenizer.encode(text, return_tensors="pt")', "model.generate(ids)", True),
+        ('tokenizer(text, return_tensors="pt")["input_ids"]', "model(ids)", True),
+        ('tokenizer.encode(text, return_tensors="pt").to(device)', "model.generate(ids)", False),
+        ('tokenizer.encode(text, return_tensors="np")', "model.generate(ids)", False),  # NumPy, not a tensor
+        ('tokenizer.encode(text)', "model.generate(ids)", False),  # a list: nothing known
+    ],
+)
+def test_a_tokenizers_tensors_are_on_the_cpu(tokenized, call, reported):
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
+        f"def f(model, tokenizer, text):\n    model = model.to(device)\n    ids = {tokenized}\n    return {call}\n"
+    )
+    assert codes(source) == ([("TDV601", 10)] if reported else [])

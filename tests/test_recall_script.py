@@ -69,13 +69,18 @@ def test_the_corpus_file_reads_and_keeps_a_third_aside():
     held = [f for f in first if f.split == "heldout"]
     assert len(held) == -(-len(first) // 3)
     assert {f.split for f in fixes} == set(R.SPLITS)  # every declared batch has rows, no row another batch
-    # Batches 3 on came from candidate lists fixed before they were read: every row is one of them.
+    # Batches 3 on came from candidate lists fixed before they were read: every row is one of them
+    # (a commit of a listed repository; from batch 25 on, a listed bug report's repository).
     for split in R.SPLITS[R.SPLITS.index("heldout3"):]:
         listing = f"candidates{split.removeprefix('heldout')}.csv"
         listed = [line for line in (R.HERE / "bugs" / listing).read_text().splitlines() if not line.startswith("#")]
         candidates = {tuple(line.split(",")) for line in listed[1:]}
         batch = [f for f in fixes if f.split == split]
-        assert batch and all((f.repo, f.commit) in candidates for f in batch)
+        if listed[0] == "repo,thread":
+            assert batch and all(f.repo in {repo for repo, _ in candidates} for f in batch)
+        else:
+            assert listed[0] == "repo,commit"
+            assert batch and all((f.repo, f.commit) in candidates for f in batch)
 
 
 def test_the_lines_column_keeps_only_the_device_fixs_hunks(tmp_path, monkeypatch):

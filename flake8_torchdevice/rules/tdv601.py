@@ -29,7 +29,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
       `torch.as_tensor` of a NumPy value, torchvision's image conversions (`transforms.ToTensor()(image)`,
-      `TF.to_tensor(image)`, `pil_to_tensor(image)`), `.cpu()`, `.to("cpu")`, results of ops on CPU
+      `TF.to_tensor(image)`, `pil_to_tensor(image)`), what a tokenizer or processor returns with
+      `return_tensors="pt"` (`tokenizer(text, return_tensors="pt")`, its `["input_ids"]`, `tokenizer.encode(...,
+      return_tensors="pt")`), `.cpu()`, `.to("cpu")`, results of ops on CPU
       values (indexing that drops no dimension too: `image[None]`, `x[:, 1:]`); a
       `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
       `Sequential` of such layers) and never moves: called with a placed tensor, its weights meet it
@@ -50,7 +52,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `LightningModule`, or of any class in a file that imports Lightning), and what it
       unpacks into (`x, y = batch`): the Trainer moved it to the module's device;
     - where they meet: a placed module called with a CPU tensor (also through a method of
-      its own, `vae.decode(z)`, for a module class of this file), arithmetic, matmul and
+      its own, `vae.decode(z)`, for a module class of this file, or its `generate(...)`), arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
       a gradient and its output (`torch.autograd.grad(out, x, grad_outputs)`,
@@ -183,11 +185,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=, a collective, a Lightning step's batch. CPU: a
     # factory, .cpu(), a destination that names the CPU (.to("cpu"), .to(cpu_device)), or a layer
-    # built here (nn.Linear(4, 2)).
+    # built here (nn.Linear(4, 2)), a tokenizer's return_tensors="pt".
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
         {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS}
-        | {"ToTensor", "to_tensor"},
+        | {"ToTensor", "to_tensor", "return_tensors"},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 

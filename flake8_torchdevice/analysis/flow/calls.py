@@ -38,6 +38,10 @@ class Calls:
             return self.factory(call, qualified, env)
         if qualified == "torch.load":
             return self.load(call, env)
+        if _tokenized(call):
+            for arg in call.args:
+                self.ev(arg.value, env)
+            return Value(CPU, call.func, factory=True)  # a tokenizer's or processor's tensors: on the CPU
         if _to_tensor(call, qualified, self.names):
             for arg in call.args:
                 self.ev(arg.value, env)
@@ -202,6 +206,8 @@ class Calls:
             return None
         if receiver.kind == MOVED and method in ("eval", "train", "half", "float", "double"):
             return receiver
+        if receiver.kind in (PLACED, MOVED) and method == "generate":
+            return self.module_call(call, receiver, list(zip(call.args, args)))  # runs the model on its inputs
         if receiver.kind in (PLACED, MOVED) and not receiver.local and method not in TENSOR_MEMBERS \
                 and still_method(self.names, method):
             return self.module_call(call, receiver, list(zip(call.args, args)))  # ``vae.decode(z)``
@@ -296,6 +302,13 @@ def _to_tensor(call: cst.Call, qualified: str, names) -> bool:
         qualified = names.qualify(call.func.func) or ""
         return qualified in IMAGE_TO_TENSOR_CLASSES
     return qualified in IMAGE_TO_TENSOR_FUNCTIONS
+
+
+def _tokenized(call: cst.Call) -> bool:
+    """``tokenizer(text, return_tensors="pt")``, ``tokenizer.encode(..., return_tensors="pt")``, a
+    processor's ``(images=..., return_tensors="pt")``: PyTorch tensors made on the CPU."""
+    tensors = argument(call, None, "return_tensors")
+    return tensors is not None and string_value(tensors.value) == "pt"
 
 
 def _device_check_off(call: cst.Call) -> bool:

@@ -133,8 +133,9 @@ class Expressions:
         if base.kind == PLACED:
             return base
         if base.kind == CPU and not base.label.startswith("torch.load"):
-            # counts[j]: maybe one element; image[None], x[:, 1:]: as many dimensions or more
-            return base.derived() if _keeps_dims(expr) else base.derived(zero=True)
+            # counts[j]: maybe one element; image[None], x[:, 1:]: as many dimensions or more;
+            # inputs["input_ids"]: a mapping's tensor, whole
+            return base.derived() if _keeps_dims(expr) or _keyed(expr) else base.derived(zero=True)
         return None
 
     def index_with(self, expr, base: Optional[Value], index: Optional[Value]) -> None:
@@ -194,6 +195,12 @@ def _expression_children(expr) -> list:
     if isinstance(expr, cst.FormattedString):
         return [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
     return []
+
+
+def _keyed(expr: "cst.Subscript") -> bool:
+    """``inputs["input_ids"]``: a string key, so the base is a mapping (no tensor takes one)."""
+    return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+        and string_value(expr.slice[0].slice.value) is not None
 
 
 def _keeps_dims(expr: "cst.Subscript") -> bool:
