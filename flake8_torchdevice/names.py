@@ -20,7 +20,8 @@ from ._lazy import cst
 # Only names under these roots matter to any rule; everything else is dropped
 # so that the map stays tiny and lookups stay cheap.
 TRACKED_ROOTS = frozenset(
-    {"torch", "torchmetrics", "torchvision", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate"}
+    {"torch", "torchmetrics", "torchvision", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate",
+     "numpy", "sklearn"}  # NumPy functions and scikit-learn metrics read a tensor as an array (TDV603)
 )
 
 

@@ -271,6 +271,11 @@ def alias_words(tree: ast.Module, wanted: set[str]) -> set[str]:
     return found
 
 
+# Packages whose imported names are words of the package itself (TDV603's NumPy functions and
+# scikit-learn metrics): ``from sklearn import metrics`` makes ``metrics.f1_score(`` a ``sklearn`` word.
+_NAMED_BY_IMPORT = frozenset({"numpy", "sklearn"})
+
+
 def _bindings(tree: ast.Module) -> Iterator[tuple[str, frozenset[str]]]:
     from .names import module_level_statements  # the resolver's own view of module code
 
@@ -283,6 +288,8 @@ def _bindings(tree: ast.Module) -> Iterator[tuple[str, frozenset[str]]]:
             for alias in stmt.names:
                 if alias.asname:
                     yield alias.asname, frozenset([alias.name, *(stmt.module or "").split(".")])
+                elif (stmt.module or "").partition(".")[0] in _NAMED_BY_IMPORT:
+                    yield alias.name, frozenset((stmt.module or "").split("."))
         elif isinstance(stmt, ast.Assign):
             dotted = _dotted_parts(stmt.value)
             if dotted:

@@ -41,7 +41,7 @@ def _qualify(source: str, expr: str):
         ("import json", "json.load", None),
         ("from . import torch", "torch.load", None),
         ("from torch import *", "load", None),
-        ("import numpy as torch", "torch.load", None),
+        ("import numpy as torch", "torch.load", "numpy.load"),  # NumPy, tracked for TDV603: not torch.load
         ("import torch", "torch.arange(6).view", None),  # a call inside the chain
         ("import torch", "torch.nn.Module", "torch.nn.Module"),
     ],

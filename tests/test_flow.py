@@ -666,3 +666,48 @@ def test_a_tokenizers_tensors_are_on_the_cpu(tokenized, call, reported):
         f"def f(model, tokenizer, text):\n    model = model.to(device)\n    ids = {tokenized}\n    return {call}\n"
     )
     assert codes(source) == ([("TDV601", 10)] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "use, reported",
+    [
+        ("np.isnan(out.max())", True),  # NumPy reads its argument with __array__
+        ("np.mean(out)", True),
+        ("metrics.f1_score(y, out.argmax(1))", True),  # so does a scikit-learn metric
+        ("np.float64(out.max())", False),  # a Python float: it calls .item()
+        ("np.isnan(out.max().cpu())", False),
+        ("np.mean([v.item() for v in out])", False),
+        ("np.int32(net.r)", False),  # a module's attribute: maybe a number
+        ("np.exp(out.data[0])", False),  # torch 0.3's way to read a loss: a Python number then
+        ("np.mean(score_fn(out))", False),  # any callable's answer: maybe no tensor
+    ],
+)
+def test_numpy_functions_and_sklearn_metrics_read_tensors_as_arrays(use, reported):
+    source = (
+        "from sklearn import metrics\n\n\n"
+        "def f(net, batch, y, device, score_fn):\n    data = [t.to(device) for t in batch]\n"
+        f"    out = net.forward(data[0])\n    return {use}\n"
+    )
+    assert codes(source) == ([("TDV603", 10)] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "imported, call",
+    [
+        ("from numpy import isnan", "isnan(out.max())"),
+        ("import numpy", "numpy.isnan(out.max())"),
+        ("import numpy as np", "np.isnan(out.max())"),
+        ("from sklearn.metrics import f1_score", "f1_score(y, out)"),
+        ("from sklearn import metrics", "metrics.f1_score(y, out)"),
+    ],
+)
+def test_the_selection_keeps_numpy_and_sklearn_calls_however_imported(imported, call):
+    """TDV603 alone (the selection reads its words) finds what the whole-file run finds."""
+    source = (
+        f"{imported}\nimport torch\n\n\ndef f(net, batch, y, device):\n    net.eval()\n"
+        "    out = net(batch.to(device))\n"
+        f"    return {call}\n"
+    )
+    alone = check_source(source, rules=[NumpyOfPlacedTensor], strict=True).violations
+    whole = check_source(source, rules=[NumpyOfPlacedTensor], full=True, strict=True).violations
+    assert [v.line for v in alone] == [v.line for v in whole] == [8]

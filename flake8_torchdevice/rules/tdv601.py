@@ -40,8 +40,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       a layer built in `__init__` follows its module's `.to()`);
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
-      module (or of a parameter or object called with placed inputs), results of ops on
-      placed values; a parameter the function uses as a module (`model.train()`, `.eval()`,
+      module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
+      an item of a list of placed tensors (`data = [t.to(device) for t in batch]`, then `data[0]`),
+      results of ops on placed values; a parameter the function uses as a module (`model.train()`, `.eval()`,
       `.parameters()`) once it is called with a placed tensor (`model(images)` after `images =
       images.to(device)`: on a GPU machine it is there, or that call would fail); a
       device that may be CUDA counts (`"cuda" if ... else "cpu"`, a run's option: `args.device`,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._lazy import cst
+from ..names import dotted_name
 from ..analysis.flow import FlowReports
 from ..analysis.flow.words import LIGHTNING_STEPS, PLOT_METHODS, PLOT_WORDS
 from ..rule import DEFINITION, Rule
@@ -10,7 +11,10 @@ from ..rule import DEFINITION, Rule
 
 class NumpyOfPlacedTensor(FlowReports, Rule):
     r"""## What it does
-    Flags `t.numpy()` (without `force=True`), `np.asarray(t)`, `np.array(t)` and matplotlib's
+    Flags `t.numpy()` (without `force=True`), `np.asarray(t)`, `np.array(t)`, any other NumPy
+    function given `t` (`np.isnan(t)`, `np.mean(t)`, `np.save(path, t)`; not `np.float64(t)`, a
+    Python float that calls `t.item()`), scikit-learn's metrics given `t`
+    (`metrics.confusion_matrix(y_true, t)`) and matplotlib's
     plotting calls given `t` (`plt.plot(t)`, `ax.imshow(t)`, `ax.scatter(...)`, ... in a file
     that imports matplotlib: they read their data with `np.asarray`) where the code proves `t`
     is placed on a device (moved with `.to(device)` / `.cuda()`, created with `device=`, the
@@ -81,7 +85,12 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     MESSAGE = "{value} is on the device; call .cpu() before .numpy()"
     # NumPy of it (or matplotlib's ``np.asarray`` of its data); placed by .to / .cuda / device= or
     # by Lightning before a step.
-    NEEDS = [{".numpy(", "asarray(", "array("} | PLOT_WORDS, {".to(", ".cuda(", "device="} | LIGHTNING_STEPS]
+    # A NumPy function or a scikit-learn metric is found through its import: ``numpy`` or ``sklearn``
+    # (and their aliases) in the module's code.
+    NEEDS = [
+        {".numpy(", "asarray(", "array(", "numpy", "sklearn"} | PLOT_WORDS,
+        {".to(", ".cuda(", "device="} | LIGHTNING_STEPS,
+    ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
     def _findings(self, flow):
@@ -91,5 +100,9 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
         node = meet.node
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in PLOT_METHODS:
             return (f"{meet.placed.label} is on the device; {node.func.attr.value}() reads it as a NumPy array, "
+                    "which needs host memory: pass .cpu() of it")
+        function = dotted_name(node.func) if isinstance(node, cst.Call) else None
+        if function and function.rpartition(".")[2] not in ("asarray", "array"):  # np.isnan(t), f1_score(y, t)
+            return (f"{meet.placed.label} is on the device; {function}() reads it as a NumPy array, "
                     "which needs host memory: pass .cpu() of it")
         return f"{meet.placed.label} is on the device; NumPy needs host memory: call .cpu() before .numpy()"

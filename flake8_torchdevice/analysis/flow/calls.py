@@ -86,6 +86,14 @@ class Calls:
             elif values and values[0] is not None and values[0].kind == LIST and values[0].items:
                 self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
             return Value(NUMPY, call)
+        if _reads_as_array(qualified):
+            values = [self.ev(arg.value, env) for arg in call.args]
+            # A module's attribute (``np.int32(model.r)``) or a callable's answer may be no tensor.
+            placed = [value for arg, value in zip(call.args, values) if value is not None and value.kind == PLACED
+                      and not value.guessed and not _module_attribute(arg.value)]
+            if placed:
+                self.record_numpy(call, placed[0])  # it converts its arguments with np.asarray
+            return Value(NUMPY, call)
         if _is_plot(call.func, qualified, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             placed = [value for value in values if value is not None and value.kind == PLACED]
@@ -127,6 +135,8 @@ class Calls:
                     and self.is_module_param(call.func.value):
                 # ... and is on it: a parameter module that ran on a placed input is placed from here on.
                 env[call.func.value] = Value(MOVED, call.func.value, param=True)
+            elif result is not None:
+                result.guessed = True  # any callable: maybe no tensor (``true_result_fn(x)``)
             return result
         return None
 
@@ -206,7 +216,9 @@ class Calls:
             return None
         if receiver.kind == MOVED and method in ("eval", "train", "half", "float", "double"):
             return receiver
-        if receiver.kind in (PLACED, MOVED) and method == "generate":
+        if method == "forward" and receiver.kind in (INPUT, OBJECT):  # ``model.forward(x)`` is ``model(x)``
+            return placed_result(args)
+        if receiver.kind in (PLACED, MOVED) and method in ("generate", "forward"):
             return self.module_call(call, receiver, list(zip(call.args, args)))  # runs the model on its inputs
         if receiver.kind in (PLACED, MOVED) and not receiver.local and method not in TENSOR_MEMBERS \
                 and still_method(self.names, method):
@@ -382,6 +394,25 @@ def _is_numpy_array(func, names) -> bool:
         and func.value.value in ("np", "numpy")
         and names.imports_any(("numpy",))
     )
+
+
+def _reads_as_array(qualified: str) -> bool:
+    """A NumPy function (``np.isnan(t)``, ``np.mean(t)``, ``np.save(f, t)``) or a scikit-learn
+    metric (``metrics.f1_score(y, pred)``): each reads its tensors through ``__array__``, which a
+    device tensor refuses. Not ``np.float64(t)``, a ``float`` that calls ``t.item()``."""
+    if qualified.startswith("numpy."):
+        return qualified not in NUMPY_FLOATS
+    return qualified.startswith("sklearn.metrics.")
+
+
+def _module_attribute(expr) -> bool:
+    """``model.r``: an attribute that is no tensor member (``x.data``, ``x.T``, ``x.grad`` are)."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value not in TENSOR_ATTRIBUTES
+
+
+TENSOR_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
+# NumPy's float64 is a Python float: it reads a one-element tensor with __float__, wherever it is.
+NUMPY_FLOATS = frozenset({"numpy.float64", "numpy.double", "numpy.float_"})
 
 
 def _is_plot(func, qualified: str, names) -> bool:

@@ -6,7 +6,9 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import code_of, string_value
+from ..guards import is_cuda_flag
 from .facts import key_of
+from .statements import cpu_only_test, cuda_test
 from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, Meet, PLACED, SIBLING, Value, combined, either
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
@@ -77,9 +79,7 @@ class Expressions:
             inner = self.ev(expr.expression, env)
             return None if isinstance(expr.operator, cst.Not) else inner
         if isinstance(expr, cst.IfExp):
-            self.ev(expr.test, env)
-            body, orelse = self.ev(expr.body, env), self.ev(expr.orelse, env)
-            return either(body, orelse)
+            return self.conditional(expr, env)
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             elements = self.comprehension(expr, env)
             return _placed_list(expr, elements) if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) else None
@@ -95,6 +95,23 @@ class Expressions:
             return collected
         values = [self.ev(child, env) for child in _expression_children(expr)]
         return _placed_list(expr, values) if isinstance(expr, cst.List) else None
+
+    def conditional(self, expr: cst.IfExp, env: dict) -> Optional[Value]:
+        """``a if test else b``. Under a test for CUDA or the code's GPU switch a GPU machine takes
+        one side, as it takes one branch of such an ``if`` (``statements.if_``): ``images[i] if not
+        use_gpu else images[i].cpu()`` is on the CPU wherever it runs."""
+        self.ev(expr.test, env)
+        cpu_body = cpu_only_test(expr.test, self.names)
+        cpu_else = not cpu_body and (cuda_test(expr.test) or is_cuda_flag(expr.test))
+        self.mute += cpu_body
+        body = self.ev(expr.body, env)
+        self.mute -= cpu_body
+        self.mute += cpu_else
+        orelse = self.ev(expr.orelse, env)
+        self.mute -= cpu_else
+        if cpu_body:
+            return orelse
+        return body if cpu_else else either(body, orelse)
 
     def attribute(self, expr: cst.Attribute, base: Optional[Value]) -> Optional[Value]:
         attr = expr.attr.value
@@ -116,6 +133,8 @@ class Expressions:
 
     def subscript(self, expr: cst.Subscript, env: dict) -> Optional[Value]:
         base = self.ev(expr.value, env)
+        if _old_scalar(expr):
+            return None  # ``loss.data[0]``: torch 0.3's Python number (an error on a 0-dim tensor since)
         for element in expr.slice:
             if isinstance(element.slice, cst.Index):
                 self.index_with(expr, base, self.ev(element.slice.value, env))
@@ -132,6 +151,8 @@ class Expressions:
             return None
         if base.kind == PLACED:
             return base
+        if base.kind == LIST and base.items and all(item.kind == PLACED for item in base.items):
+            return base.items[0]  # ``data = [x.to(device) for x in batch]``; ``data[0]``
         if base.kind == CPU and not base.label.startswith("torch.load"):
             # counts[j]: maybe one element; image[None], x[:, 1:]: as many dimensions or more;
             # inputs["input_ids"]: a mapping's tensor, whole
@@ -195,6 +216,14 @@ def _expression_children(expr) -> list:
     if isinstance(expr, cst.FormattedString):
         return [p.expression for p in expr.parts if isinstance(p, cst.FormattedStringExpression)]
     return []
+
+
+def _old_scalar(expr: "cst.Subscript") -> bool:
+    """``x.data[0]``: how torch before 0.4 read a loss's value (``.item()`` since)."""
+    value = expr.value
+    return isinstance(value, cst.Attribute) and value.attr.value == "data" and len(expr.slice) == 1 \
+        and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer) \
+        and expr.slice[0].slice.value.value == "0"
 
 
 def _keyed(expr: "cst.Subscript") -> bool:

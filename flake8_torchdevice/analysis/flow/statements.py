@@ -137,7 +137,7 @@ class Statements:
         if self.index is not None and node.orelse is None and is_main_guard(node.test):
             self.block(body_of(node.body), env)  # the script's run: what it binds, the functions see
             return
-        cpu_only = _cpu_only_test(node.test, self.names)
+        cpu_only = cpu_only_test(node.test, self.names)
         body_env = dict(env)
         self.mute += cpu_only
         self.block(body_of(node.body), body_env)
@@ -145,7 +145,7 @@ class Statements:
         else_env = dict(env)
         if node.orelse is not None:
             # ``torch.cuda.is_available()``, or the code's own switch: the else is the CPU run
-            cuda_only_else = _cuda_test(node.test) or is_cuda_flag(node.test)
+            cuda_only_else = cuda_test(node.test) or is_cuda_flag(node.test)
             self.mute += cuda_only_else
             if isinstance(node.orelse, cst.If):
                 self.if_(node.orelse, else_env)
@@ -206,7 +206,7 @@ def _several_gpus(test) -> bool:
     return isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) and least >= 2
 
 
-def _cpu_only_test(test, names) -> bool:
+def cpu_only_test(test, names) -> bool:
     """``device.type == "cpu"`` / ``not torch.cuda.is_available()``: the body runs on the CPU."""
     if is_no_cuda_test(test, names):
         return True
@@ -220,7 +220,7 @@ def _cpu_only_test(test, names) -> bool:
     return False
 
 
-def _cuda_test(test) -> bool:
+def cuda_test(test) -> bool:
     """``torch.cuda.is_available()`` / ``device.type == "cuda"``: the else branch is CPU-only."""
     for node in subtree(test):
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):

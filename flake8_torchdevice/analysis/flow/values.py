@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items",
+        "items", "guessed",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -32,6 +32,9 @@ class Value:
         self.ctc = False  # a CTC loss: its targets and lengths may stay on the CPU
         self.spread = False  # a batch a framework placed: each element it unpacks into is placed too
         self.items: Optional[list] = None  # a LIST's appended values while all are placed (None: unknown)
+        # The result of calling something not shown to be a module (a parameter, an object) with placed
+        # values: on their device if it is a tensor, but maybe no tensor at all (a metric's NumPy value).
+        self.guessed = False
 
     @property
     def label(self) -> str:
@@ -47,6 +50,7 @@ class Value:
         copy.layer = self.layer and copy.kind == CPU
         copy.ctc = self.ctc
         copy.spread = self.spread
+        copy.guessed = self.guessed
         return copy
 
 
