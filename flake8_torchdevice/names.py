@@ -180,7 +180,8 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def _dotted(expr: ast.expr) -> Optional[str]:
+def ast_dotted_name(expr: ast.expr) -> Optional[str]:
+    """``a.b.c`` of an ``ast`` chain of plain names, else None."""
     parts = []
     while isinstance(expr, ast.Attribute):
         parts.append(expr.attr)
@@ -222,9 +223,9 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
             if isinstance(target, ast.Name):
                 value = stmt.value
                 is_none = isinstance(value, ast.Constant) and value.value is None
-                resolver.bind_assignment(target.id, "None" if is_none else _dotted(value))
+                resolver.bind_assignment(target.id, "None" if is_none else ast_dotted_name(value))
         elif isinstance(stmt, ast.ClassDef):
-            bases = [_dotted(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases]
+            bases = [ast_dotted_name(b.value if isinstance(b, ast.Subscript) else b) for b in stmt.bases]
             resolver.bind_class(stmt.name, [b for b in bases if b], stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.bind_function(stmt.name, stmt)
@@ -243,7 +244,7 @@ def _init_calls(node: ast.ClassDef) -> dict:
                     target, value = sub.targets[0], sub.value
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                             and target.value.id == me:
-                        callee = _dotted(value.func) if isinstance(value, ast.Call) else None
+                        callee = ast_dotted_name(value.func) if isinstance(value, ast.Call) else None
                         known = calls.get(target.attr, callee)
                         calls[target.attr] = callee if known == callee else None
     return calls

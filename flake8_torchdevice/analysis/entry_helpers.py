@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from ..names import ast_dotted_name
 from .modules import local_kind
 from .vocabulary import FUNCTIONAL_LOSSES
 
@@ -71,7 +72,7 @@ def _feeds_a_loss(names, function) -> bool:
     calls ``backward()`` on it returns nothing: script code, TDV502's.)"""
     calls = [
         sub for sub in ast.walk(function)
-        if isinstance(sub, ast.Call) and names.resolve_dotted(_dotted(sub.func) or "") in FUNCTIONAL_LOSSES
+        if isinstance(sub, ast.Call) and names.resolve_dotted(ast_dotted_name(sub.func) or "") in FUNCTIONAL_LOSSES
     ]
     if not calls:
         return False
@@ -114,14 +115,3 @@ def _derived_names(function, derived: set, sources: tuple = ()) -> set:
 
 def _mentions(node, names: set) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id in names for sub in ast.walk(node))
-
-
-def _dotted(node) -> "str | None":
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
