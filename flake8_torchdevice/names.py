@@ -19,10 +19,11 @@ from ._lazy import cst
 
 # Only names under these roots matter to any rule; everything else is dropped
 # so that the map stays tiny and lookups stay cheap.
+# Packages whose functions read a tensor as an array (TDV603: NumPy functions, scikit-learn's metrics).
+ARRAY_PACKAGES = frozenset({"numpy", "sklearn"})
 TRACKED_ROOTS = frozenset(
-    {"torch", "torchmetrics", "torchvision", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate",
-     "numpy", "sklearn"}  # NumPy functions and scikit-learn metrics read a tensor as an array (TDV603)
-)
+    {"torch", "torchmetrics", "torchvision", "lightning", "pytorch_lightning", "lightning_fabric", "accelerate"}
+) | ARRAY_PACKAGES
 
 
 def _root(qualified: str) -> str:

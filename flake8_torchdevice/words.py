@@ -271,13 +271,8 @@ def alias_words(tree: ast.Module, wanted: set[str]) -> set[str]:
     return found
 
 
-# Packages whose imported names are words of the package itself (TDV603's NumPy functions and
-# scikit-learn metrics): ``from sklearn import metrics`` makes ``metrics.f1_score(`` a ``sklearn`` word.
-_NAMED_BY_IMPORT = frozenset({"numpy", "sklearn"})
-
-
 def _bindings(tree: ast.Module) -> Iterator[tuple[str, frozenset[str]]]:
-    from .names import module_level_statements  # the resolver's own view of module code
+    from .names import ARRAY_PACKAGES, module_level_statements  # the resolver's own view of module code
 
     for stmt in module_level_statements(tree.body):
         if isinstance(stmt, ast.Import):
@@ -288,7 +283,8 @@ def _bindings(tree: ast.Module) -> Iterator[tuple[str, frozenset[str]]]:
             for alias in stmt.names:
                 if alias.asname:
                     yield alias.asname, frozenset([alias.name, *(stmt.module or "").split(".")])
-                elif (stmt.module or "").partition(".")[0] in _NAMED_BY_IMPORT:
+                elif (stmt.module or "").partition(".")[0] in ARRAY_PACKAGES:
+                    # ``from sklearn import metrics``: ``metrics.f1_score(`` is a ``sklearn`` word (TDV603)
                     yield alias.name, frozenset((stmt.module or "").split("."))
         elif isinstance(stmt, ast.Assign):
             dotted = _dotted_parts(stmt.value)

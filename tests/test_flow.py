@@ -711,3 +711,17 @@ def test_the_selection_keeps_numpy_and_sklearn_calls_however_imported(imported, 
     alone = check_source(source, rules=[NumpyOfPlacedTensor], strict=True).violations
     whole = check_source(source, rules=[NumpyOfPlacedTensor], full=True, strict=True).violations
     assert [v.line for v in alone] == [v.line for v in whole] == [8]
+
+
+@pytest.mark.parametrize(
+    "use, says",
+    [
+        ("out.numpy()", "NumPy needs host memory: call .cpu() before .numpy()"),
+        ("np.asarray(out)", "NumPy needs host memory: call .cpu() before .numpy()"),
+        ("np.isnan(out)", "np.isnan() reads it as a NumPy array, which needs host memory: pass .cpu() of it"),
+    ],
+)
+def test_the_numpy_message_names_what_reads_the_tensor(use, says):
+    source = f"def f(x):\n    out = x.to('cuda')\n    return {use}\n"
+    found = check_source(HEAD + source, rules=[NumpyOfPlacedTensor], strict=True).violations
+    assert [v.message for v in found] == [f"out is on the device; {says}"]

@@ -42,6 +42,7 @@ from .guards import is_cuda_test
 from .flow.places import dtype_only
 from .modules import is_layer_attribute
 from .vocabulary import (
+    CTC_FUNCTIONS,
     DATA_FACTORIES,
     FUNCTIONAL_LOSSES,
     MOVED_OR_CONVERTED,
@@ -49,10 +50,6 @@ from .vocabulary import (
     factory_name,
     maybe_zero_dim,
 )
-
-
-# CTC takes its targets and lengths on the CPU (cuDNN's even requires them there).
-CTC_LOSS = "torch.nn.functional.ctc_loss"
 
 
 class FactoryValues:
@@ -226,7 +223,7 @@ class FactoryValues:
         for kind in tensor_args:
             self._used_as_tensor(kind, None)
         # A loss meets its weight and target too (not CTC's lengths).
-        if qualified in COMBINE_FUNCS or qualified in FUNCTIONAL_LOSSES and qualified != CTC_LOSS:
+        if qualified in COMBINE_FUNCS or qualified in FUNCTIONAL_LOSSES and qualified not in CTC_FUNCTIONS:
             inputs = [k for k in tensor_args if tagged(k, "T")]
             for kind in tensor_args:
                 if inputs and tagged(kind, "C") and not kind[2]:

@@ -103,3 +103,5 @@ FUNCTIONAL_LOSSES = frozenset(
     hinge_embedding_loss margin_ranking_loss multilabel_margin_loss multilabel_soft_margin_loss
     multi_margin_loss soft_margin_loss triplet_margin_loss triplet_margin_with_distance_loss ctc_loss""".split()
 )
+# CTC takes its targets and lengths on the CPU (cuDNN's even requires them there).
+CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._lazy import cst
-from ..names import dotted_name
+from ..names import ARRAY_PACKAGES, dotted_name
 from ..analysis.flow import FlowReports
 from ..analysis.flow.words import LIGHTNING_STEPS, PLOT_METHODS, PLOT_WORDS
 from ..rule import DEFINITION, Rule
@@ -88,7 +88,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     # A NumPy function or a scikit-learn metric is found through its import: ``numpy`` or ``sklearn``
     # (and their aliases) in the module's code.
     NEEDS = [
-        {".numpy(", "asarray(", "array(", "numpy", "sklearn"} | PLOT_WORDS,
+        {".numpy(", "asarray(", "array("} | ARRAY_PACKAGES | PLOT_WORDS,
         {".to(", ".cuda(", "device="} | LIGHTNING_STEPS,
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
@@ -97,12 +97,22 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
         return flow.numpys
 
     def _message(self, meet) -> str:
-        node = meet.node
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in PLOT_METHODS:
-            return (f"{meet.placed.label} is on the device; {node.func.attr.value}() reads it as a NumPy array, "
-                    "which needs host memory: pass .cpu() of it")
-        function = dotted_name(node.func) if isinstance(node, cst.Call) else None
-        if function and function.rpartition(".")[2] not in ("asarray", "array"):  # np.isnan(t), f1_score(y, t)
-            return (f"{meet.placed.label} is on the device; {function}() reads it as a NumPy array, "
+        reader = _array_reader(meet.node)
+        if reader is not None:
+            return (f"{meet.placed.label} is on the device; {reader}() reads it as a NumPy array, "
                     "which needs host memory: pass .cpu() of it")
         return f"{meet.placed.label} is on the device; NumPy needs host memory: call .cpu() before .numpy()"
+
+
+def _array_reader(node) -> "str | None":
+    """What reads the tensor as an array, to name in the message: a plotting method (``imshow``), a
+    NumPy function or scikit-learn metric (``np.isnan``, ``metrics.f1_score``); None for the
+    conversions themselves, ``t.numpy()`` and ``np.asarray(t)`` / ``np.array(t)``."""
+    if not isinstance(node, cst.Call):
+        return None
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in PLOT_METHODS:
+        return node.func.attr.value
+    function = dotted_name(node.func)
+    if function is None or function.rpartition(".")[2] in ("numpy", "asarray", "array"):
+        return None
+    return function

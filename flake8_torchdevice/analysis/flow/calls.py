@@ -8,7 +8,7 @@ from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
 from ..still_modules import function_moves, moves_inputs, still_method
-from ..vocabulary import factory_name
+from ..vocabulary import CTC_FUNCTIONS, factory_name
 from .facts import key_of
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
@@ -304,7 +304,6 @@ GRADIENT_FUNCTIONS = {
 }
 # CTC takes its targets and lengths on the CPU as well as on the device of the
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
-CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
 
 
 def _to_tensor(call: cst.Call, qualified: str, names) -> bool:
