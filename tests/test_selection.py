@@ -69,18 +69,34 @@ def _python_reads(source: str) -> bool:
     return True
 
 
+def _todays(index: int, day: int) -> bool:
+    """The exhaustive tests below take half the fixtures a day (UTC), each fixture every
+    other day (CI's time budget); ``day`` is one of four, ``corpus_support.day_offset(4)``."""
+    return index % 2 == day % 2
+
+
+def _today() -> int:
+    from corpus_support import day_offset
+
+    return day_offset(4)
+
+
+TODAY = _today()
+
+
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", [c for n, c in enumerate(CASES) if _todays(n, TODAY)], ids=lambda c: c.id)
 def test_every_rule_alone_equals_the_whole_file_run_on_fixtures(case):
     assert differences(case.path.read_text(encoding="utf-8")) == []
 
 
-def _fully_checked(index: int, forms: list) -> Optional[int]:
-    """Which re-spelling of the ``index``-th fixture has every rule run alone:
-    every other fixture one, in turn, so every form gets it on many fixtures
-    (a test below says so: over 20 each) at a tenth of the cost of all forms
-    on all (CI's time budget); the fixture itself has every rule alone above."""
-    return None if index % 2 else (index // 2) % len(forms)
+def _fully_checked(index: int, forms: list, day: int) -> Optional[int]:
+    """Which re-spelling of the ``index``-th fixture has every rule run alone on ``day``:
+    every other fixture of the day's half one, in turn, so every form gets it on many
+    fixtures a day (a test below says so: eight each) and every fixture gets it every four
+    days, at a fraction of the cost of all forms on all (CI's time budget); the fixture
+    itself has every rule alone above."""
+    return None if (index // 2) % 2 != day // 2 else (index // 4) % len(forms)
 
 
 def _concerned(case, whole: list[tuple]) -> list:
@@ -90,12 +106,13 @@ def _concerned(case, whole: list[tuple]) -> list:
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("index", range(len(CASES)), ids=[c.id for c in CASES])
+@pytest.mark.parametrize("index", [n for n in range(len(CASES)) if _todays(n, TODAY)],
+                         ids=[c.id for n, c in enumerate(CASES) if _todays(n, TODAY)])
 def test_respellings_change_no_verdict(index):
     """Layout is not meaning: each re-spelling (same ``ast``) has the same
     findings per code as the fixture, and its own selective run equals its
     whole-file run, for all rules together and for the fixture's rules alone;
-    on every other fixture, one re-spelling in turn is checked with every rule alone."""
+    on every other fixture of the day, one re-spelling in turn is checked with every rule alone."""
     case = CASES[index]
     source = case.path.read_text(encoding="utf-8")
     base = Counter(code for *_, code in findings(source))
@@ -104,24 +121,31 @@ def test_respellings_change_no_verdict(index):
     concerned = _concerned(case, findings(source, full=True))
     for number, (name, text) in enumerate(forms):
         assert Counter(code for *_, code in findings(text)) == base, name
-        alone = ALL_RULES if number == _fully_checked(index, forms) else concerned
+        alone = ALL_RULES if number == _fully_checked(index, forms, TODAY) else concerned
         assert differences(text, alone) == [], name
 
 
-def test_respellings_cover_every_form_they_promise():
-    """Each re-spelling applies to some fixture, and has every rule run alone
-    on at least ten: none is silently dead or only lightly checked."""
-    used, fully = Counter(), Counter()
-    for index, case in enumerate(CASES):
-        forms = list(respellings(case.path.read_text(encoding="utf-8")))
-        used.update(name for name, _ in forms)
-        chosen = _fully_checked(index, forms)
-        if chosen is not None:
-            fully[forms[chosen][0]] += 1
+@pytest.mark.parametrize("day", range(4))
+def test_respellings_cover_every_form_they_promise(day):
+    """On each of the four days, each re-spelling applies to some of the day's fixtures and
+    has every rule run alone on at least eight: none is silently dead or only lightly checked;
+    over the four days every fixture is taken twice and has one form checked with every rule."""
     from respell import RESPELLINGS
 
+    used, fully = Counter(), Counter()
+    for index, case in enumerate(CASES):
+        if not _todays(index, day):
+            continue
+        forms = list(respellings(case.path.read_text(encoding="utf-8")))
+        used.update(name for name, _ in forms)
+        chosen = _fully_checked(index, forms, day)
+        if chosen is not None:
+            fully[forms[chosen][0]] += 1
     assert set(used) == set(RESPELLINGS), used
-    assert set(fully) == set(RESPELLINGS) and min(fully.values()) >= 10, fully
+    assert set(fully) == set(RESPELLINGS) and min(fully.values()) >= 8, fully
+    assert all(sum(_todays(n, d) for d in range(4)) == 2 for n in range(len(CASES)))
+    assert all(sum(_fully_checked(n, ["a"], d) is not None for d in range(4) if _todays(n, d)) == 1
+               for n in range(len(CASES)))
 
 
 def test_hostile_inputs_give_the_same_findings_either_way():
