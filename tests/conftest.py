@@ -37,6 +37,26 @@ def flake8():
     return run_flake8
 
 
+# The modules that take the most CPU (docs/performance.md), collected first: ``--dist loadscope`` hands
+# modules to the workers in collection order, and a long one handed out last ran alone on one core
+# while the other idled (a pre-commit build, 41 s, ended CI's main suite). Their own order is kept.
+HEAVY_FIRST = ("test_fix_safety.py", "test_selection.py", "runtime/test_proofs.py", "test_cli_precommit.py",
+               "fakecuda/test_plugin.py", "test_hostile_inputs.py", "test_wheel.py", "test_corpus.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    tests = Path(__file__).resolve().parent
+    rank = {name: number for number, name in enumerate(HEAVY_FIRST)}
+
+    def heavy(item) -> int:
+        try:
+            return rank.get(Path(item.path).resolve().relative_to(tests).as_posix(), len(rank))
+        except ValueError:
+            return len(rank)
+
+    items.sort(key=heavy)  # stable: every module's tests, and the other modules, keep their order
+
+
 # The runtime proofs' closing table is printed here, in the process that prints the run's summary: with
 # pytest-xdist that is the controller, which collects no tests and so never loads tests/runtime/conftest.py.
 @pytest.hookimpl(optionalhook=True)

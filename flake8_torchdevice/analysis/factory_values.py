@@ -89,6 +89,9 @@ class FactoryValues:
             body = self._kind(expr.body)
             self._gpu_tests -= checked
             orelse = self._kind(expr.orelse)
+            default = _none_default(expr)
+            if default is not None:  # ``torch.ones(n) if w is None else w``: what a call without w gets
+                return body if default is expr.body else orelse
             return body if body is not None and orelse is not None and body[0] == orelse[0] else None
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             self._comprehension(expr)
@@ -346,3 +349,19 @@ class FactoryValues:
             self._groups[-1].layer_findings.append((cpu[0][1], label))
 
     # -- reporting ------------------------------------------------------
+
+
+def _none_default(expr: "cst.IfExp"):
+    """The default branch of ``make() if p is None else p`` (or ``p if p is not None else make()``),
+    an optional argument's fallback; None for any other conditional."""
+    test = expr.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+            and isinstance(test.left, cst.Name)):
+        return None
+    operator, name = test.comparisons[0].operator, test.left.value
+    if isinstance(operator, cst.Is) and isinstance(expr.orelse, cst.Name) and expr.orelse.value == name:
+        return expr.body
+    if isinstance(operator, cst.IsNot) and isinstance(expr.body, cst.Name) and expr.body.value == name:
+        return expr.orelse
+    return None

@@ -44,7 +44,10 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     step that calls `backward()` and returns nothing is script code, TDV502's). In such a function a CPU total
     (`loss = torch.Tensor([0])`, then `loss = loss + F.smooth_l1_loss(...)`) or a CPU class-weight
     vector handed to the loss (`weight=torch.ones(n)`) is flagged. CTC's targets and lengths,
-    which `F.ctc_loss` takes on the CPU, are not.
+    which `F.ctc_loss` takes on the CPU, are not. An optional argument's default made without
+    `device=` counts whether written as a statement (`if weights is None: weights = torch.ones(n)`)
+    or as one expression (`weights = torch.ones(n) if weights is None else weights`): a caller that
+    passes none gets the CPU tensor.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
     applied where the input's device is known: whoever calls `model(x)` on a GPU has moved

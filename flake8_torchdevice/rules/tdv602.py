@@ -11,13 +11,17 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     In a loop over a data loader (`for x, y in loader`, `for i, (x, y) in enumerate(loader)`,
     `for batch in loader` with `batch[...]` / `batch.attr` elements, and one batch taken with
     `x, y = next(iter(loader))`; the loader is
-    `DataLoader(...)` or a name such as `loader`, `train_loader`, `val_dataloader`, `test_dl`), flags a batch element
+    `DataLoader(...)` or a name such as `loader`, `train_loader`, `val_dataloader`, `test_dl`, also wrapped,
+    `pbar = tqdm(enumerate(train_loader))`), flags a batch element
     that is used together with placed values (in a loss, arithmetic, a comparison, a torch
     function, or the output derived from a moved sibling) while a sibling element of the same
     batch was moved with `.to(device)` / `.cuda()` and this one was not; and a batch element
     fed, never moved, to a placed model (placed in the function, at module level, in the
     `__main__` block or in `__init__`, or given placed by the module's own call:
-    `evaluate(model, test_loader)` after `model = Net().to(device)`).
+    `evaluate(model, test_loader)` after `model = Net().to(device)`). In a class that is no
+    `torch.nn` module (a trainer), `self.device` is the device its caller chose, as `args.device` is,
+    and a model or loss the object keeps (`self.model(x)`, `self.criterion(out, y)`) is called as a
+    model or loss parameter is.
 
     ## Why is this bad?
     A loader yields CPU tensors. Moving the inputs and forgetting the labels is the classic

@@ -10,6 +10,7 @@ from ..layers import layer_state
 from ..still_modules import function_moves, moves_inputs, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name
 from .facts import key_of
+from .methods import method_of
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
     placed_result,
@@ -240,10 +241,25 @@ class Calls:
     def own_method(self, call: cst.Call, method: str, args: list) -> Optional[Value]:
         """``self.m(...)``: a method of this class. What placed values it is handed is noted
         for ``m``'s own walk; what it returns is placed when every return of ``m`` is."""
+        if method_of(self.cls, method) is None:
+            return self.kept_callable(call, method, args)
         if any(v is not None and v.kind in (PLACED, MOVED) for v in args):
             self.flow.method_calls.append((method, list(zip(call.args, args))))
             return self.returned(call, method, args)
         return None
+
+    def kept_callable(self, call: cst.Call, name: str, args: list) -> Optional[Value]:
+        """``self.criterion(out, y)`` / ``self.model(x)``: no method of this class but a callable
+        the object keeps (a model, a loss its caller gave ``__init__``), decided as a callable
+        parameter is: a loss makes its arguments meet, any other answers on its inputs' device."""
+        if _names_a_loss(name):
+            if not _ctc_shaped(call, None):
+                self.combine_all(call, args)
+            return placed_result(args)
+        result = placed_result(args)
+        if result is not None:
+            result.guessed = True  # any callable: maybe no tensor
+        return result
 
     def torch_function(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
         if qualified in GRADIENT_FUNCTIONS:

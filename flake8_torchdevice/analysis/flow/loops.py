@@ -14,13 +14,12 @@ class Loops:
     def loader_elements(self, node: cst.For, env: dict) -> None:
         """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)`` /
         ``for batch in loader``: the elements, not moved yet."""
-        iterable, target = node.iter, node.target
-        if isinstance(iterable, cst.Call) and last_name(iterable.func) in WRAPPERS and iterable.args:
-            if last_name(iterable.func) == "enumerate":
-                if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
-                    return
-                target = target.elements[1].value
-            iterable = iterable.args[0].value
+        iterable, enumerated = _unwrapped(node.iter)
+        target = node.target
+        if enumerated or isinstance(iterable, cst.Name) and iterable.value in self.enumerated:
+            if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+                return
+            target = target.elements[1].value
         if self.is_loader(iterable, env):
             self.bind_elements(target, env)
 
@@ -44,10 +43,10 @@ class Loops:
         (``total, bar = 0, tqdm(loader)``): the name is a loader however it is called; bound to
         anything else, it is not."""
         for name, value in _bound(node):
-            if isinstance(value, cst.Call) and last_name(value.func) in WRAPPERS and value.args:
-                value = value.args[0].value
+            value, enumerated = _unwrapped(value)
             is_loader = value is not None and self.is_loader(value, env)
             (self.loaders.add if is_loader else self.loaders.discard)(name)
+            (self.enumerated.add if is_loader and enumerated else self.enumerated.discard)(name)
 
     def bind_elements(self, target, env: dict) -> None:
         loop = Loop()
@@ -99,3 +98,13 @@ def _bound(node: cst.Assign) -> list:
 
 def _framework_owner(expr: cst.Attribute) -> bool:
     return "trainer" in code_of(expr.value).lower()
+
+
+def _unwrapped(expr):
+    """``tqdm(enumerate(loader), total=n)`` -> (``loader``, True): what the wrappers wrap, and
+    whether one of them is ``enumerate`` (each item is then ``(i, batch)``)."""
+    enumerated = False
+    while isinstance(expr, cst.Call) and last_name(expr.func) in WRAPPERS and expr.args:
+        enumerated = enumerated or last_name(expr.func) == "enumerate"
+        expr = expr.args[0].value
+    return expr, enumerated

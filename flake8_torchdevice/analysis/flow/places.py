@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
+from ..self_calls import follows_self_calls
 from ..vocabulary import DATA_FACTORIES, maybe_zero_dim, unseen_shape
 from .values import BATCH, CPU, DEVICE, INPUT, NUMPY, PLACED, SIBLING, Value
 from .words import DTYPES, OPTION_HOLDERS
@@ -39,6 +40,12 @@ class Places:
         moved.ctc = receiver is not None and receiver.ctc  # ``nn.CTCLoss().to(device)``
         return moved
 
+    def configured_self_device(self, expr: cst.Attribute) -> bool:
+        """``self.device`` of a class that is no ``torch.nn`` module (a trainer, a predictor): the
+        device its caller configured, as ``args.device`` is; a module's is its own weights'."""
+        return isinstance(expr.value, cst.Name) and expr.value.value == "self" and self.cls is not None \
+            and follows_self_calls(self.names, self.cls.name.value)
+
     def device_argument(self, call: cst.Call, device: cst.Arg, values: list, env: dict) -> Optional[str]:
         """Where ``device=`` of a factory or a layer puts it: ``CPU``, ``PLACED`` or None."""
         return self.destination(cst.Call(func=call.func, args=[device]), [values[call.args.index(device)]], env)
@@ -63,7 +70,8 @@ class Places:
             if value.kind not in (INPUT,):
                 return None
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
-            return PLACED if _option_device(expr) else None  # else the device of something unknown
+            # else the device of something unknown (a module's own ``self.device``)
+            return PLACED if _option_device(expr) or self.configured_self_device(expr) else None
         name = code_of(expr).lower()
         if "cpu" in name:
             return CPU
