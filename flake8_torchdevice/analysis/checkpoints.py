@@ -9,7 +9,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..fixes import edit
-from .code import child_fields, children, layout_free, subtree
+from .code import argument, child_fields, children, layout_free, subtree
 from ..rule import Fix, is_none
 
 
@@ -118,6 +118,7 @@ class RoundTrips:
         # Per scope, the module's first: (is it a class body, the files written by the
         # constructor of the class it is (a class) or is a method of (a function), or None).
         self._scopes: list[tuple[bool, Optional[set]]] = [(False, None)]
+        self._handles: list[dict] = [{}]  # per scope: a ``with open(path) as f`` name -> ``path``'s key
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append((True, set()))
@@ -130,10 +131,12 @@ class RoundTrips:
         method_of = built if in_class else None  # a function nested in a method is no method
         self._saved.append(method_of if method_of is not None and node.name.value == "__init__" else set())
         self._scopes.append((False, method_of))
+        self._handles.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._saved.pop()
         self._scopes.pop()
+        self._handles.pop()
 
     def visit_If(self, node: cst.If) -> None:
         """A cache: ``if os.path.exists(p): x = torch.load(p)`` with ``else: ...;
@@ -152,8 +155,30 @@ class RoundTrips:
         if saves and not _caches_weights(node, key, saves, calls):
             self._saved[-1].add(key)
 
+    def visit_With(self, node: cst.With) -> None:
+        """``with open(path, "wb") as f: torch.save(model, f)``: ``f`` names ``path``'s file."""
+        parent = getattr(super(), "visit_With", None)
+        if parent is not None:
+            parent(node)
+        for item in node.items:
+            opened = _opened(item.item)
+            if opened is not None and item.asname is not None and isinstance(item.asname.name, cst.Name):
+                self._handles[-1][item.asname.name.value] = layout_free(opened)
+
+    def _file_key(self, call: cst.Call, position: int) -> Optional[tuple]:
+        """``file_argument``, reading through a file object: ``open(path, "rb")`` inline, or a
+        name a ``with open(path) as f`` bound, is ``path``."""
+        arg = argument(call, position, "f")
+        if arg is not None:
+            opened = _opened(arg.value)
+            if opened is not None:
+                return layout_free(opened)
+            if isinstance(arg.value, cst.Name) and arg.value.value in self._handles[-1]:
+                return self._handles[-1][arg.value.value]
+        return file_argument(call, position)
+
     def note_save(self, call: cst.Call, position: int) -> None:
-        for target in (file_argument(call, position), file_template(call, position)):
+        for target in (self._file_key(call, position), file_template(call, position)):
             if target:
                 self._saved[-1].add(target)
 
@@ -163,7 +188,7 @@ class RoundTrips:
         template as a saved one (``"{}.pkl".format(best_epoch)`` after saving
         ``"{}.pkl".format(epoch)``) is one of the files this run wrote."""
         built = self._scopes[-1][1]
-        for target in (file_argument(call, 0), file_template(call, 0)):
+        for target in (self._file_key(call, 0), file_template(call, 0)):
             if target and (target in self._saved[-1] or (built is not None and target in built)):
                 return True
         return False
@@ -214,4 +239,12 @@ def _existence_checked(test: cst.BaseExpression) -> Optional[cst.BaseExpression]
         return test.args[0].value
     if isinstance(func, cst.Attribute) and last in ("exists", "is_file") and not test.args:
         return func.value
+    return None
+
+
+def _opened(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The path of ``open(path, ...)`` (the builtin, by its plain name), or None."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "open" and expr.args \
+            and expr.args[0].keyword is None and not expr.args[0].star:
+        return expr.args[0].value
     return None
