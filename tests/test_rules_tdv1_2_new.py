@@ -305,6 +305,26 @@ def test_tdv201_a_notebook_reads_back_what_an_earlier_cell_saved(full):
     assert _in(_SESSION.replace('{epochs}_epochs.pth', '{epochs}_epochs.pt'), "train.ipynb", full) == [7, 8]
 
 
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_notebook_reads_back_through_file_objects(full):
+    """An earlier cell writes through a file object (``with open(model_name, "wb") as f``), a later
+    cell reads the same name, as a literal, through another: still one session's file. A file
+    object on a name no cell saved is reported."""
+    source = """\
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model_name = "rnn_20_epoch.net"
+        with open(model_name, "wb") as f:
+            torch.save(checkpoint, f)
+        with open("rnn_20_epoch.net", "rb") as f:
+            checkpoint = torch.load(f)
+        with open("published.net", "rb") as f:
+            other = torch.load(f)
+        """
+    assert _in(source, "char_rnn.ipynb", full) == [9]
+    assert _in(source, "char_rnn.py", full) == [7, 9]
+
+
 def test_tdv201_a_notebooks_helper_is_not_a_library_loading_a_users_path():
     """A notebook's function is called by the notebook: its path parameter is no sign of
     another machine. With a CPU path in the notebook, it is reported as any load is."""

@@ -118,7 +118,7 @@ class RoundTrips:
         # Per scope, the module's first: (is it a class body, the files written by the
         # constructor of the class it is (a class) or is a method of (a function), or None).
         self._scopes: list[tuple[bool, Optional[set]]] = [(False, None)]
-        self._handles: list[dict] = [{}]  # per scope: a ``with open(path) as f`` name -> ``path``'s key
+        self._handles: list[dict] = [{}]  # per scope: a ``with open(path) as f`` name -> ``path``
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append((True, set()))
@@ -163,19 +163,22 @@ class RoundTrips:
         for item in node.items:
             opened = _opened(item.item)
             if opened is not None and item.asname is not None and isinstance(item.asname.name, cst.Name):
-                self._handles[-1][item.asname.name.value] = layout_free(opened)
+                self._handles[-1][item.asname.name.value] = opened
+
+    def opened_path(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """A save's or load's file argument read through a file object: ``open(path, "rb")``
+        inline, or a name a ``with open(path) as f`` bound, is ``path``; anything else, itself."""
+        opened = _opened(expr)
+        if opened is not None:
+            return opened
+        if isinstance(expr, cst.Name) and expr.value in self._handles[-1]:
+            return self._handles[-1][expr.value]
+        return expr
 
     def _file_key(self, call: cst.Call, position: int) -> Optional[tuple]:
-        """``file_argument``, reading through a file object: ``open(path, "rb")`` inline, or a
-        name a ``with open(path) as f`` bound, is ``path``."""
+        """``file_argument`` through file objects (``opened_path``)."""
         arg = argument(call, position, "f")
-        if arg is not None:
-            opened = _opened(arg.value)
-            if opened is not None:
-                return layout_free(opened)
-            if isinstance(arg.value, cst.Name) and arg.value.value in self._handles[-1]:
-                return self._handles[-1][arg.value.value]
-        return file_argument(call, position)
+        return layout_free(self.opened_path(arg.value)) if arg is not None else None
 
     def note_save(self, call: cst.Call, position: int) -> None:
         for target in (self._file_key(call, position), file_template(call, position)):

@@ -62,8 +62,9 @@ class SessionFiles:
         """Call for every call; ``is_save`` for ``torch.save`` under any alias."""
         if not self._session or not (is_save or "save" in (last_name(call.func) or "").lower()):
             return
+        through = getattr(self, "opened_path", lambda expr: expr)  # RoundTrips': ``f`` of ``with open(p) as f``
         for arg in call.args:
-            for expr in self._string_values(arg.value):
+            for expr in self._string_values(through(arg.value)):
                 pattern = _pattern(expr)
                 if pattern is not None:
                     self._session_files.append(pattern)

@@ -352,7 +352,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         path = argument(node, 0, "f")
         if path is not None and self._is_packaged(path.value):
             return  # package data beside this file: shipped so that it loads wherever the package runs
-        if path is not None and self.session_saved(path.value):
+        if path is not None and self.session_saved(self.opened_path(path.value)):
             return  # a notebook reading back a file an earlier cell saved: same session, same machine
         if path is not None and _names_rng_state(path.value):
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
