@@ -1,0 +1,148 @@
+"""What kind of call, callee or argument the flow's call walk (``calls.Calls``) is looking at:
+predicates over the syntax and the values, with no walk state."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..._lazy import cst
+from ..code import argument, code_of, last_name, string_value
+from ..still_modules import function_moves
+from .values import SIBLING, Value
+from .words import (
+    CPU_ON_PURPOSE, IMAGE_TO_TENSOR_CLASSES, IMAGE_TO_TENSOR_FUNCTIONS, KEEPING_METHODS, PLOT_METHODS, REDUCTIONS,
+)
+
+
+GRADIENT_FUNCTIONS = {
+    "torch.autograd.grad": ((0, "outputs"), (2, "grad_outputs")),
+    "torch.autograd.backward": ((0, "tensors"), (1, "grad_tensors")),
+}
+# CTC takes its targets and lengths on the CPU as well as on the device of the
+# log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
+
+
+def _to_tensor(call: cst.Call, qualified: str, names) -> bool:
+    """``transforms.ToTensor()(image)``, ``TF.to_tensor(image)``, ``pil_to_tensor(image)``: a new
+    CPU tensor made from a PIL image or an array."""
+    if isinstance(call.func, cst.Call):
+        qualified = names.qualify(call.func.func) or ""
+        return qualified in IMAGE_TO_TENSOR_CLASSES
+    return qualified in IMAGE_TO_TENSOR_FUNCTIONS
+
+
+def _tokenized(call: cst.Call) -> bool:
+    """``tokenizer(text, return_tensors="pt")``, ``tokenizer.encode(..., return_tensors="pt")``, a
+    processor's ``(images=..., return_tensors="pt")``: PyTorch tensors made on the CPU."""
+    tensors = argument(call, None, "return_tensors")
+    return tensors is not None and string_value(tensors.value) == "pt"
+
+
+def _device_check_off(call: cst.Call) -> bool:
+    """``assert_close(a, b, check_device=False)``, a flag whose value is unknown, or ``**options`` that may
+    carry one: no device check known."""
+    if any(arg.star == "**" for arg in call.args):
+        return True
+    flag = argument(call, None, "check_device")
+    return flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "True")
+
+
+def _reduces_all(call: cst.Call, qualified: str) -> bool:
+    """``torch.max(t)`` / ``torch.sum(t)``: a reduction of every element is 0-dim."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
+    return qualified.rpartition(".")[2] in REDUCTIONS and len(positional) == 1 and not keywords & {"dim", "axis"}
+
+
+def _keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:
+    """``torch.clamp(norm, max=m)``: an elementwise function of one 0-dim tensor
+    (its keywords are bounds, not operands) is 0-dim too."""
+    positional = [arg for arg in call.args if arg.keyword is None]
+    first = values[0] if values else None
+    return (
+        len(positional) == 1 and first is not None and first.zero
+        and qualified.rpartition(".")[2] in KEEPING_METHODS
+    )
+
+
+def _is_ctc(callee: Optional[Value]) -> bool:
+    """An ``nn.CTCLoss``, moved or not."""
+    return callee is not None and callee.ctc
+
+
+def _names_a_loss(name: str) -> bool:
+    """``criterion``, ``ctc_loss``, ``self.loss_fn``: a name that says loss."""
+    return "loss" in name.lower() or "criterion" in name.lower()
+
+
+def _ctc_shaped(call: cst.Call, callee: Optional[Value]) -> bool:
+    """A CTC loss call: a CTC loss, or any loss called with four positional
+    arguments (log_probs, targets, input_lengths, target_lengths): no other loss
+    of torch takes four tensors."""
+    return _is_ctc(callee) or sum(arg.keyword is None and not arg.star for arg in call.args) == 4
+
+
+def _batch_helper(call: cst.Call, values: list, names) -> Optional[Value]:
+    """``normalize_batch(x)`` of a loader element: a helper given one batch
+    element answers where the element lives (the CPU), unless its name says it
+    moves it (``to_device(x)``, ``prepare(x)``) or it is a function of this file
+    whose code may move it (``flatten(x)`` returning ``to_var(x.view(-1))``)."""
+    if len(values) != 1 or values[0] is None or values[0].kind != SIBLING or call.args[0].keyword is not None:
+        return None
+    name = (last_name(call.func) or "").lower()
+    if any(word in name for word in _MOVING_HELPERS) or name.startswith("to"):
+        return None
+    if isinstance(call.func, cst.Name) and function_moves(names, call.func.value):
+        return None
+    return values[0]
+
+
+_MOVING_HELPERS = ("device", "cuda", "gpu", "move", "prepare", "place", "transfer", "send", "load")
+
+
+def _is_numpy_array(func, names) -> bool:
+    """``np.asarray`` / ``numpy.array`` (NumPy imported in this file)."""
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in ("asarray", "array")
+        and isinstance(func.value, cst.Name)
+        and func.value.value in ("np", "numpy")
+        and names.imports_any(("numpy",))
+    )
+
+
+def _reads_as_array(qualified: str) -> bool:
+    """A NumPy function (``np.isnan(t)``, ``np.mean(t)``, ``np.save(f, t)``) or a scikit-learn
+    metric (``metrics.f1_score(y, pred)``): each reads its tensors through ``__array__``, which a
+    device tensor refuses. Not ``np.float64(t)``, a ``float`` that calls ``t.item()``."""
+    if qualified.startswith("numpy."):
+        return qualified not in NUMPY_FLOATS
+    return qualified.startswith("sklearn.metrics.")
+
+
+def _module_attribute(expr) -> bool:
+    """``model.r``: an attribute that is no tensor member (``x.data``, ``x.T``, ``x.grad`` are)."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value not in TENSOR_ATTRIBUTES
+
+
+TENSOR_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
+# NumPy's float64 is a Python float: it reads a one-element tensor with __float__, wherever it is.
+NUMPY_FLOATS = frozenset({"numpy.float64", "numpy.double", "numpy.float_"})
+
+
+def _is_plot(func, qualified: str, names) -> bool:
+    """``plt.plot(...)``, ``ax.imshow(...)`` (matplotlib imported in this file)."""
+    if qualified.startswith("matplotlib."):
+        return qualified.rpartition(".")[2] in PLOT_METHODS
+    return isinstance(func, cst.Attribute) and func.attr.value in PLOT_METHODS and names.imports_any(("matplotlib",))
+
+
+def _on_purpose(arg: cst.Arg) -> bool:
+    """``lengths`` for ``pack_padded_sequence``: kept on the CPU on purpose."""
+    words = [arg.keyword.value if arg.keyword is not None else "", code_of(arg.value)]
+    return any(w in word.lower() for word in words for w in CPU_ON_PURPOSE)
+
+
+def _forced(call: cst.Call) -> bool:
+    force = argument(call, 0, "force")
+    return force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False")
