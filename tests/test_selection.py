@@ -18,6 +18,7 @@ from typing import Optional
 
 import pytest
 
+from corpus_support import day_offset
 from fixture_cases import FIXTURES, all_cases
 from respell import respellings
 from flake8_torchdevice import words
@@ -75,13 +76,7 @@ def _todays(index: int, day: int) -> bool:
     return index % 2 == day % 2
 
 
-def _today() -> int:
-    from corpus_support import day_offset
-
-    return day_offset(4)
-
-
-TODAY = _today()
+TODAY = day_offset(4)
 
 
 @pytest.mark.exhaustive

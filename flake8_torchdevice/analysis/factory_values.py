@@ -41,6 +41,7 @@ from .devices import device_argument
 from .guards import is_cuda_test
 from .flow.places import dtype_only
 from .modules import is_layer_attribute
+from ..rule import is_none
 from .vocabulary import (
     CTC_FUNCTIONS,
     DATA_FACTORIES,
@@ -355,8 +356,7 @@ def _none_default(expr: "cst.IfExp"):
     """The default branch of ``make() if p is None else p`` (or ``p if p is not None else make()``),
     an optional argument's fallback; None for any other conditional."""
     test = expr.test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_none(test.comparisons[0].comparator)
             and isinstance(test.left, cst.Name)):
         return None
     operator, name = test.comparisons[0].operator, test.left.value

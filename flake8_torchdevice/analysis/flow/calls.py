@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import argument, last_name, string_value
+from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name
@@ -106,8 +106,11 @@ class Calls:
                 self.record_numpy(call, placed[0])  # matplotlib reads its data with np.asarray
             return None
         if isinstance(call.func, cst.Attribute) and key_of(call.func) not in env:
-            return self.method(call, call.func, env)
-        callee = self.ev(call.func, env)
+            if not self.kept_callable(call.func):
+                return self.method(call, call.func, env)
+            callee = Value(INPUT, code_of(call.func))  # decided below as a callable parameter is
+        else:
+            callee = self.ev(call.func, env)
         args = [(arg, self.ev(arg.value, env)) for arg in call.args]
         if self.index is not None and isinstance(call.func, cst.Name) and any(
             v is not None and v.kind in (PLACED, MOVED) for _, v in args
@@ -245,25 +248,16 @@ class Calls:
     def own_method(self, call: cst.Call, method: str, args: list) -> Optional[Value]:
         """``self.m(...)``: a method of this class. What placed values it is handed is noted
         for ``m``'s own walk; what it returns is placed when every return of ``m`` is."""
-        if method_of(self.cls, method) is None:
-            return self.kept_callable(call, method, args)
         if any(v is not None and v.kind in (PLACED, MOVED) for v in args):
             self.flow.method_calls.append((method, list(zip(call.args, args))))
             return self.returned(call, method, args)
         return None
 
-    def kept_callable(self, call: cst.Call, name: str, args: list) -> Optional[Value]:
-        """``self.criterion(out, y)`` / ``self.model(x)``: no method of this class but a callable
-        the object keeps (a model, a loss its caller gave ``__init__``), decided as a callable
-        parameter is: a loss makes its arguments meet, any other answers on its inputs' device."""
-        if _names_a_loss(name):
-            if not _ctc_shaped(call, None):
-                self.combine_all(call, args)
-            return placed_result(args)
-        result = placed_result(args)
-        if result is not None:
-            result.guessed = True  # any callable: maybe no tensor
-        return result
+    def kept_callable(self, func: cst.BaseExpression) -> bool:
+        """``self.criterion`` / ``self.model`` in ``self.criterion(out, y)``: no method of this class
+        but a callable the object keeps (a model, a loss its caller gave ``__init__``)."""
+        return isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+            and self.cls is not None and method_of(self.cls, func.attr.value) is None
 
     def torch_function(self, call: cst.Call, qualified: str, env: dict) -> Optional[Value]:
         if qualified in GRADIENT_FUNCTIONS:
