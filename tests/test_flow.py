@@ -725,3 +725,47 @@ def test_the_numpy_message_names_what_reads_the_tensor(use, says):
     source = f"def f(x):\n    out = x.to('cuda')\n    return {use}\n"
     found = check_source(HEAD + source, rules=[NumpyOfPlacedTensor], strict=True).violations
     assert [v.message for v in found] == [f"out is on the device; {says}"]
+
+
+HELPER_CALL = "out = nn.Linear(2, 2).cuda()(torch.ones(1, 2).cuda())\nnp.asarray(helper(out, out))\n"
+
+
+@pytest.mark.parametrize("body, reported", [
+    ("return torch.abs(a - b).mean()", True),
+    ("return ((a - b) ** 2).sum(dim=1)[0] * 0.5", True),
+    ("return torch.nn.functional.mse_loss(a, b)", True),
+    ("return a if a.sum() > 0 else b", False),  # not an expression the helper is proven to compute
+    ("return (a - b).abs().mean().item()", False),
+    ("return (a - b).cpu()", False),
+    ("a = a.cpu()\n    return a - b", False),  # the parameter no longer holds what the caller gave
+    ("c = torch.zeros(2)\n    return a + c", False),  # another tensor of unknown place
+    ("if a is None:\n        return b\n    print(a)", False),  # may fall off its end: None
+    ("yield a", False),
+])
+def test_a_same_file_helper_answers_on_its_arguments_device(body, reported):
+    source = f"def helper(a, b):\n    {body}\n\n\n" + HELPER_CALL
+    found = [(code, line) for code, line in codes(source) if code == "TDV603"]  # TDV601 may meet inside it
+    assert found == ([("TDV603", 3 + source.count("\n"))] if reported else []), found
+
+
+def test_a_helper_given_a_cpu_tensor_answers_nothing_placed():
+    source = "def helper(a, b):\n    return a * b\n\n\nnp.asarray(helper(torch.ones(2), torch.ones(2)))\n"
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize("store, reported", [
+    ("g_loss[i] = loss", True),  # a row of a (n, 1) array: converted with np.asarray
+    ("g_loss[i, :] = loss", True),
+    ("g_loss[i, 0] = loss", False),  # one element: float(loss), which reads a device scalar
+    ("flat[i] = loss", False),
+    ("flat[1:3] = loss", True),
+    ("shaped[i] = loss", False),  # the shape is not written out: rank unknown
+    ("g_loss[i] = loss.cpu()", False),
+])
+def test_a_placed_tensor_stored_into_a_numpy_array(store, reported):
+    source = (
+        "g_loss = np.zeros((8, 1))\nflat = np.zeros(8)\nshaped = np.zeros(shape)\n"
+        "loss = nn.Linear(2, 1).cuda()(torch.ones(1, 2).cuda()).sum()\n"
+        f"for i in range(3):\n    {store}\n"
+    )
+    assert codes(source) == ([("TDV603", 9)] if reported else [])

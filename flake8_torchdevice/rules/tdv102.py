@@ -77,7 +77,9 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
       `torch.split` / a tuple of such values;
     - it is a loop variable from tuple unpacking over data (`for x, y in loader`,
       `for i, (x, y) in enumerate(loader)`), the value of `.items()` / `named_parameters()`,
-      or a single variable over `.parameters()` / `.buffers()`.
+      or a single variable over `.parameters()` / `.buffers()`;
+    - it was unpacked from the single variable of such a loop (`for i, data in
+      enumerate(loader):` then `images, labels = data`), as if the loop had unpacked it.
 
     It does not flag receivers that are, or may be, modules or other objects: `self`,
     function parameters, attributes (`self.fc`), names assigned from anything else (a class
@@ -161,21 +163,29 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._scopes: list[set[str]] = [set()]  # names known to hold a tensor
+        self._batches: list[set[str]] = [set()]  # single loop variables over data (``for data in loader``)
 
     # -- scopes ------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes[-1].discard(node.name.value)
-        self._scopes.append(set())  # parameters are unknown: start empty
+        self._enter(node.name.value)  # parameters are unknown: start empty
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.pop()
+        self._leave()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._scopes[-1].discard(node.name.value)
-        self._scopes.append(set())
+        self._enter(node.name.value)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self._leave()
+
+    def _enter(self, name: str) -> None:
+        self._forget(cst.Name(name))
+        self._scopes.append(set())
+        self._batches.append(set())
+
+    def _leave(self) -> None:
         self._scopes.pop()
+        self._batches.pop()
 
     # -- bindings, in source order (assignments come through AssignmentBindings) -----
     def visit_For(self, node: cst.For) -> None:
@@ -218,10 +228,12 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
     def _forget(self, target: cst.BaseExpression) -> None:
         for name in target_names(target):
             self._scopes[-1].discard(name)
+            self._batches[-1].discard(name)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         known = self._scopes[-1]
         if isinstance(target, cst.Name):
+            self._batches[-1].discard(target.value)
             if self._is_tensor(value):
                 known.add(target.value)
             else:
@@ -237,6 +249,12 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
             if self._is_tensor_tuple(value):
                 known.update(target_names(target))
                 return
+            if isinstance(value, cst.Name) and not value.lpar and value.value in self._batches[-1]:
+                # ``for i, data in enumerate(loader): images, labels = data``: what the
+                # batch unpacks into is data, as in ``for images, labels in loader``.
+                self._forget(target)
+                known.update(n for n in target_names(target) if not _MODULE_LIKE.search(n))
+                return
         self._forget(target)
 
     def _bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
@@ -244,6 +262,9 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
         self._forget(target)
         tensors = _loop_tensor_targets(target, iterable)
         self._scopes[-1].update(n for n in tensors if not _MODULE_LIKE.search(n))
+        batch = _loop_batch_name(target, iterable)
+        if batch is not None and not _MODULE_LIKE.search(batch):
+            self._batches[-1].add(batch)
 
     def _is_tensor(self, value: cst.BaseExpression) -> bool:
         """True if ``value`` surely evaluates to a tensor (chains included:
@@ -328,6 +349,21 @@ def _loop_tensor_targets(target: cst.BaseExpression, iterable: cst.BaseExpressio
         # ``.to()`` works in place (transformers' BatchEncoding): not proven.
         return []
     return target_names(target)
+
+
+def _loop_batch_name(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[str]:
+    """The single variable of a loop over data (``for data in loader``, ``for i, data in
+    enumerate(loader)``): a batch that may be a container, whose unpacking is data."""
+    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        return None
+    called = _call_name(iterable)
+    if called in _NON_TENSOR_ITERATORS or called in _TENSOR_ITERATORS or called == "zip":
+        return None
+    if called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2 and iterable.args:
+        return _loop_batch_name(target.elements[1].value, iterable.args[0].value)
+    if called == "items" or (called or "").startswith("named_") or called == "enumerate":
+        return None
+    return target.value if isinstance(target, cst.Name) else None
 
 
 def _assigned(statement: cst.Expr) -> cst.Assign:

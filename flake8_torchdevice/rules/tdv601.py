@@ -42,7 +42,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
       an item of a list of placed tensors (`data = [t.to(device) for t in batch]`, then `data[0]`),
-      results of ops on placed values; a parameter the function uses as a module (`model.train()`, `.eval()`,
+      results of ops on placed values, and what a function of this file answers when each of its returns is
+      computed from placed arguments with torch functions and tensor methods that keep a device (`def
+      reduce_mean(a, b): return torch.abs(a - b).mean()` given placed `out` and `gt`); a parameter the
+      function uses as a module (`model.train()`, `.eval()`,
       `.parameters()`) once it is called with a placed tensor (`model(images)` after `images =
       images.to(device)`: on a GPU machine it is there, or that call would fail); a
       device that may be CUDA counts (`"cuda" if ... else "cpu"`, a run's option: `args.device`,

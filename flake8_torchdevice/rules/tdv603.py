@@ -19,7 +19,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     that imports matplotlib: they read their data with `np.asarray`) where the code proves `t`
     is placed on a device (moved with `.to(device)` / `.cuda()`, created with `device=`, the
     output of a placed module, the `batch` of a Lightning step hook and what it unpacks into,
-    or computed from such values), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
+    or computed from such values, also by a function of this file whose every return is computed
+    from its arguments: `def relative_error(p, t): return ((p - t).abs() / t.abs()).mean(0)`), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
     level or in `__init__`; a method sees what another method of its class that moves something
     (`.to(` / `.cuda(`) hands it (`self.hardest(distances)` with placed distances) and what one
     returns to such a method when every return is placed (`self.pdist(out)`), in a class that is
@@ -28,6 +29,11 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     comprehension of placed tensors (or of tuples of them: `np.array([(x.to(device), y.to(device))
     for x, y in batches])`) converts each of them; a device that may be CUDA counts
     (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`).
+
+    It also flags `t` stored into a NumPy array whose shape the code writes out
+    (`g_loss = np.zeros((5000, 1))`, then `g_loss[ind] = loss.data`) where the slot holds more
+    than one element: fewer indices than the array has dimensions, or a slice (`a[i, :] = t`,
+    `a[2:4] = t`). NumPy converts such a value with `np.asarray`.
 
     ## Why is this bad?
     NumPy arrays live in host memory. `.numpy()` on a CUDA tensor raises instead of copying;
@@ -54,7 +60,9 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`),
       `.numpy(force=True)`, including a move back under the CUDA check that placed the value
       (`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()`): on a GPU machine that branch runs;
-    - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves;
+    - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves, and a store into one element
+      of an array (`scores[i] = loss` of a `np.zeros(n)`, `a[i, j] = t` of a 2-D one): NumPy reads it with
+      `float(t)`; nor a store into an array whose shape is not written out (`np.zeros(shape)`);
     - code under `pytest.raises` / `assertRaises` and CPU-only branches, the `else` of the code's own GPU
       switch among them (`if self.gpu_mode: s = s.cpu().numpy()` / `else: s = s.numpy()`).
 
@@ -101,6 +109,10 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
         if reader is not None:
             return (f"{meet.placed.label} is on the device; {reader}() reads it as a NumPy array, "
                     "which needs host memory: pass .cpu() of it")
+        if isinstance(meet.node, cst.Subscript):
+            return (f"{meet.placed.label} is on the device; storing it into the NumPy array "
+                    f"{dotted_name(meet.node.value)} converts it with np.asarray, which needs host memory: "
+                    "store .cpu() of it")
         return f"{meet.placed.label} is on the device; NumPy needs host memory: call .cpu() before .numpy()"
 
 

@@ -7,8 +7,9 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
+from ..device_helpers import keeps_device, parameters_given
 from ..still_modules import function_moves
-from .values import SIBLING, Value
+from .values import INPUT, PLACED, SIBLING, Value
 from .words import (
     CPU_ON_PURPOSE, IMAGE_TO_TENSOR_CLASSES, IMAGE_TO_TENSOR_FUNCTIONS, KEEPING_METHODS, PLOT_METHODS, REDUCTIONS,
 )
@@ -146,3 +147,23 @@ def _on_purpose(arg: cst.Arg) -> bool:
 def _forced(call: cst.Call) -> bool:
     force = argument(call, 0, "force")
     return force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False")
+
+
+def helper_result(names, call: cst.Call, args: list) -> Optional[Value]:
+    """``reduce_mean(out, gt)`` of this file's ``def reduce_mean(a, b): return torch.abs(a - b).mean()``:
+    placed when each of its returns is computed from a parameter this call gives a placed value
+    (``analysis.device_helpers``); else unknown."""
+    node = names.definition(call.func.value)
+    returns = keeps_device(names, call.func.value)
+    if not returns or any(arg.star for arg, _ in args):
+        return None
+    positional = sum(arg.keyword is None for arg, _ in args)
+    given = parameters_given(node, positional, [arg.keyword.value for arg, _ in args if arg.keyword is not None])
+    if given is None:
+        return None
+    placed = {param for param, (_, value) in zip(given, args)
+              if value is not None and value.kind == PLACED and not value.guessed}
+    if not all(used & placed for used in returns):
+        return None
+    param = any(value is not None and (value.param or value.kind == INPUT) for _, value in args)
+    return Value(PLACED, f"{call.func.value}(...)", param=param)

@@ -9,10 +9,11 @@ from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name
+from .arrays import array_rank
 from .call_kinds import (
     GRADIENT_FUNCTIONS, _batch_helper, _ctc_shaped, _device_check_off, _forced, _is_ctc, _is_numpy_array, _is_plot,
     _keeps_zero_dim, _module_attribute, _names_a_loss, _on_purpose, _reads_as_array, _reduces_all, _to_tensor,
-    _tokenized,
+    _tokenized, helper_result,
 )
 from .facts import key_of
 from .methods import method_of
@@ -98,7 +99,9 @@ class Calls:
                       and not value.guessed and not _module_attribute(arg.value)]
             if placed:
                 self.record_numpy(call, placed[0])  # it converts its arguments with np.asarray
-            return Value(NUMPY, call)
+            array = Value(NUMPY, call)
+            array.rank = array_rank(call, qualified)
+            return array
         if _is_plot(call.func, qualified, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             placed = [value for value in values if value is not None and value.kind == PLACED]
@@ -122,6 +125,10 @@ class Calls:
         helped = _batch_helper(call, [v for _, v in args], self.names)
         if helped is not None and callee is None:
             return helped
+        if callee is None and isinstance(call.func, cst.Name):
+            helped = helper_result(self.names, call, args)
+            if helped is not None:
+                return helped
         if is_cpu_layer(callee):
             return self.cpu_layer_call(call, callee, args)
         if callee is not None and callee.kind in (PLACED, MOVED):

@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed",
+        "items", "guessed", "rank",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -35,6 +35,7 @@ class Value:
         # The result of calling something not shown to be a module (a parameter, an object) with placed
         # values: on their device if it is a tensor, but maybe no tensor at all (a metric's NumPy value).
         self.guessed = False
+        self.rank: Optional[int] = None  # a NUMPY array's number of dimensions, where its shape is written out
 
     @property
     def label(self) -> str:

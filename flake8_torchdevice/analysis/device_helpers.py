@@ -1,0 +1,128 @@
+"""Top-level functions of a file whose every result is computed from their tensor arguments.
+
+``def reduce_mean(out, gt): return torch.abs(out - gt).mean()`` answers on the device of
+what it is given: called with placed tensors, its result is placed. Such a helper is
+recognised from its ``ast`` (read once per file, so the verdict does not depend on what
+code the engine's selection keeps for LibCST): every ``return`` is an expression built
+from its parameters (ones the body never rebinds) with arithmetic, indexing, torch
+functions and tensor methods that keep a tensor where it is; nothing that takes it off
+the device (``.cpu()``, ``.item()``, ``.tolist()``, ``.numpy()``, ``float(...)``) and no
+other call. A function that may fall off its end, or returns anything else, gives nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..names import ast_dotted_name
+
+# Tensor methods whose result stays on the tensor's device.
+KEEPING_METHODS = frozenset(
+    """abs mean sum prod exp log log1p sqrt rsqrt pow neg sigmoid tanh relu softmax log_softmax clamp clamp_min
+    clamp_max norm view view_as reshape reshape_as permute transpose t contiguous clone detach float double half
+    bfloat16 long int bool unsqueeze squeeze flatten expand expand_as repeat matmul mm bmm mul div add sub
+    square max min argmax argmin cumsum flip roll masked_fill""".split()
+)
+# torch functions (and torch.nn.functional's) whose result is on their tensor arguments' device.
+KEEPING_FUNCTIONS = frozenset(
+    """abs mean sum prod exp log log1p sqrt rsqrt pow neg sigmoid tanh relu softmax log_softmax clamp norm
+    matmul mm bmm mul div add sub square max min argmax argmin cumsum flip roll transpose permute reshape
+    flatten squeeze unsqueeze where""".split()
+)
+
+
+def keeps_device(names, function: str) -> Optional[list]:
+    """For the module-level function ``function`` of this file: one set of parameter names per
+    ``return`` (the parameters its value is computed from), or None when some result is not
+    computed from its parameters alone (see the module's docstring)."""
+    cache = names.facts.setdefault("keeps_device", {})
+    if function not in cache:
+        cache[function] = _returns(names, names.definition(function))
+    return cache[function]
+
+
+def parameters_given(node: ast.FunctionDef, positional: int, keywords: list) -> Optional[list]:
+    """The names of the parameters a call with ``positional`` positional arguments and
+    ``keywords`` fills, in the order of the call's arguments; None if it does not fit."""
+    ordered = [arg.arg for arg in node.args.posonlyargs + node.args.args]
+    if positional > len(ordered):
+        return None
+    return ordered[:positional] + list(keywords)
+
+
+def _returns(names, node) -> Optional[list]:
+    if not isinstance(node, ast.FunctionDef) or not node.body or not isinstance(node.body[-1], ast.Return):
+        return None
+    params = {arg.arg for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    # A parameter the body rebinds (``img = img.cpu()``) no longer holds what the caller gave.
+    params -= {sub.id for sub in _own_nodes(node) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+    found = []
+    for sub in _own_nodes(node):
+        if isinstance(sub, (ast.Yield, ast.YieldFrom)):
+            return None
+        if isinstance(sub, ast.Return):
+            used = _computed_from(names, sub.value, params) if sub.value is not None else None
+            if not used:
+                return None
+            found.append(used)
+    return found
+
+
+def _own_nodes(node: ast.FunctionDef):
+    """The nodes of ``node``'s body, not those of functions or classes defined in it."""
+    stack = list(node.body)
+    while stack:
+        sub = stack.pop()
+        yield sub
+        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(sub))
+
+
+def _computed_from(names, expr, params: set) -> Optional[set]:
+    """The parameters a tensor expression is computed from, keeping their device; None if it
+    is not such an expression."""
+    if isinstance(expr, ast.Name):
+        return {expr.id} if expr.id in params else None
+    if isinstance(expr, ast.UnaryOp):
+        return _computed_from(names, expr.operand, params)
+    if isinstance(expr, ast.BinOp):
+        left, right = (_computed_from(names, side, params) for side in (expr.left, expr.right))
+        if left is None and right is None or not _plain(expr.left, left) or not _plain(expr.right, right):
+            return None
+        return (left or set()) | (right or set())
+    if isinstance(expr, ast.Subscript):
+        return _computed_from(names, expr.value, params)
+    if isinstance(expr, ast.Call):
+        return _call_from(names, expr, params)
+    return None
+
+
+def _plain(side, used: Optional[set]) -> bool:
+    """Beside a tensor in arithmetic: another such tensor, or a number."""
+    return used is not None or isinstance(side, ast.Constant) and isinstance(side.value, (int, float))
+
+
+def _call_from(names, call: ast.Call, params: set) -> Optional[set]:
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    if func.attr in KEEPING_METHODS:
+        receiver = _computed_from(names, func.value, params)
+        if receiver is not None:
+            return receiver
+    dotted = ast_dotted_name(func)
+    qualified = names.resolve_dotted(dotted) if dotted else None
+    if qualified is None:
+        return None
+    head, _, last = qualified.rpartition(".")
+    if head not in ("torch", "torch.nn.functional") or head == "torch" and last not in KEEPING_FUNCTIONS:
+        return None
+    used: set = set()
+    for arg in call.args:
+        part = _computed_from(names, arg, params)
+        if part is not None:
+            used |= part
+        elif not isinstance(arg, ast.Constant):
+            return None  # another tensor of unknown place, or anything else
+    return used or None
