@@ -30,11 +30,9 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 84% (192 of 228 findings true or
-    latent over the held-out batches v2-v25; at their first reads 36 of 37 in v12, 16 of 18 in v13,
-    8 of 9 in v14, 2 of 9 in v15, 0 of 2 in v16, 0 of 1 in v17, 2 of 5 in v18, 2 of 7 in v19, 6 of 11
-    in v20, 4 of 7 in v21, 25 of 25 in v22 (20 of them one project's copies of one script), 2 of 4
-    in v23, 2 of 3 in v24, 17 of 20 in v25; docs/precision.md).
+    r"""**On by default.** Precision on held-out user code: 82% (224 of 273 findings true or
+    latent over the held-out batches v2-v34, with the rules of 2026-12-01; first reads per batch in
+    docs/precision.md, the last 4 of 14 in v34, 2 of 3 in v33).
     Most false ones load files that other code saved on the CPU (released weights, package
     data, a framework's own CPU save): the safe fix, `map_location="cpu"`, costs nothing
     there.
