@@ -16,20 +16,10 @@ import ast
 from typing import Optional
 
 from ..names import ast_dotted_name
+from .flow.words import KEEPING_METHODS
 
-# Tensor methods whose result stays on the tensor's device.
-KEEPING_METHODS = frozenset(
-    """abs mean sum prod exp log log1p sqrt rsqrt pow neg sigmoid tanh relu softmax log_softmax clamp clamp_min
-    clamp_max norm view view_as reshape reshape_as permute transpose t contiguous clone detach float double half
-    bfloat16 long int bool unsqueeze squeeze flatten expand expand_as repeat matmul mm bmm mul div add sub
-    square max min argmax argmin cumsum flip roll masked_fill""".split()
-)
-# torch functions (and torch.nn.functional's) whose result is on their tensor arguments' device.
-KEEPING_FUNCTIONS = frozenset(
-    """abs mean sum prod exp log log1p sqrt rsqrt pow neg sigmoid tanh relu softmax log_softmax clamp norm
-    matmul mm bmm mul div add sub square max min argmax argmin cumsum flip roll transpose permute reshape
-    flatten squeeze unsqueeze where""".split()
-)
+# Tensor methods, and torch functions of the same names, whose result stays on their tensors' device.
+KEEPING = KEEPING_METHODS | frozenset("log1p rsqrt clamp_min clamp_max where".split())
 
 
 def keeps_device(names, function: str) -> Optional[list]:
@@ -107,7 +97,7 @@ def _call_from(names, call: ast.Call, params: set) -> Optional[set]:
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
-    if func.attr in KEEPING_METHODS:
+    if func.attr in KEEPING:
         receiver = _computed_from(names, func.value, params)
         if receiver is not None:
             return receiver
@@ -116,7 +106,7 @@ def _call_from(names, call: ast.Call, params: set) -> Optional[set]:
     if qualified is None:
         return None
     head, _, last = qualified.rpartition(".")
-    if head not in ("torch", "torch.nn.functional") or head == "torch" and last not in KEEPING_FUNCTIONS:
+    if head not in ("torch", "torch.nn.functional") or head == "torch" and last not in KEEPING:
         return None
     used: set = set()
     for arg in call.args:

@@ -260,9 +260,8 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
     def _bind_loop(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
         """Loop variables over data hold tensors; over modules or numbers they do not."""
         self._forget(target)
-        tensors = _loop_tensor_targets(target, iterable)
+        tensors, batch = _loop_data(target, iterable)
         self._scopes[-1].update(n for n in tensors if not _MODULE_LIKE.search(n))
-        batch = _loop_batch_name(target, iterable)
         if batch is not None and not _MODULE_LIKE.search(batch):
             self._batches[-1].add(batch)
 
@@ -327,43 +326,29 @@ def _call_name(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _loop_tensor_targets(target: cst.BaseExpression, iterable: cst.BaseExpression) -> list[str]:
-    """Names among ``target`` that hold data when looping over ``iterable``."""
+def _loop_data(target: cst.BaseExpression, iterable: cst.BaseExpression) -> tuple[list[str], Optional[str]]:
+    """The names among ``target`` that hold data when looping over ``iterable``, and the loop's
+    single variable over data (``for data in loader``), a batch that may be a container."""
     if isinstance(iterable, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-        return []  # a literal collection: often of modules (``for m in [g, d]``)
+        return [], None  # a literal collection: often of modules (``for m in [g, d]``)
     called = _call_name(iterable)
     if called in _NON_TENSOR_ITERATORS:
-        return []
+        return [], None
     pair = isinstance(target, cst.Tuple) and len(target.elements) == 2
     if called in ("enumerate", "items") or (called or "").startswith("named_"):
         # (index or key, value): only the value can be data.
         if not pair:
-            return []
+            return [], None
         inner = iterable.args[0].value if called == "enumerate" and iterable.args else None
         value = target.elements[1].value
-        return _loop_tensor_targets(value, inner) if inner is not None else target_names(value)
+        return _loop_data(value, inner) if inner is not None else (target_names(value), None)
     if called == "zip":
-        return []  # element kinds follow each zipped iterable: not worth guessing
+        return [], None  # element kinds follow each zipped iterable: not worth guessing
     if isinstance(target, cst.Name) and called not in _TENSOR_ITERATORS:
         # One variable per element of a loader may be a batch object whose
         # ``.to()`` works in place (transformers' BatchEncoding): not proven.
-        return []
-    return target_names(target)
-
-
-def _loop_batch_name(target: cst.BaseExpression, iterable: cst.BaseExpression) -> Optional[str]:
-    """The single variable of a loop over data (``for data in loader``, ``for i, data in
-    enumerate(loader)``): a batch that may be a container, whose unpacking is data."""
-    if isinstance(iterable, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-        return None
-    called = _call_name(iterable)
-    if called in _NON_TENSOR_ITERATORS or called in _TENSOR_ITERATORS or called == "zip":
-        return None
-    if called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2 and iterable.args:
-        return _loop_batch_name(target.elements[1].value, iterable.args[0].value)
-    if called == "items" or (called or "").startswith("named_") or called == "enumerate":
-        return None
-    return target.value if isinstance(target, cst.Name) else None
+        return [], target.value
+    return target_names(target), None
 
 
 def _assigned(statement: cst.Expr) -> cst.Assign:
