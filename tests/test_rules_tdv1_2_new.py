@@ -471,3 +471,25 @@ def test_tdv201_a_gpu_id_that_is_only_shown_is_no_gpu_per_process(shown, reporte
     )
     lines = found(source, TorchLoadWithoutMapLocation)
     assert bool(lines) is reported
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_reads_a_library_path_and_a_rank_file_through_file_objects(full):
+    """A file object is its path: a library function reading its caller's path through
+    ``with open(path, "rb") as f`` loads a user's checkpoint (reported, as ``torch.load(path)`` is);
+    a per-rank file written and read back through file objects is each process's own (not)."""
+    source = """\
+        import torch
+        def load_weights(model, path):
+            with open(path, "rb") as f:
+                state = torch.load(f)
+            model.load_state_dict(state)
+        def load_queue(args, queue):
+            name = "queue" + str(args.rank) + ".pth"
+            if queue is None:
+                with open(name, "rb") as f:
+                    queue = torch.load(f)
+            with open(name, "wb") as f:
+                torch.save(queue, f)
+        """
+    assert _in(source, "lib.py", full) == [4]

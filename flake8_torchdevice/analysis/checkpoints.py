@@ -175,13 +175,13 @@ class RoundTrips:
             return self._handles[-1][expr.value]
         return expr
 
-    def _file_key(self, call: cst.Call, position: int) -> Optional[tuple]:
+    def file_key(self, call: cst.Call, position: int) -> Optional[tuple]:
         """``file_argument`` through file objects (``opened_path``)."""
         arg = argument(call, position, "f")
         return layout_free(self.opened_path(arg.value)) if arg is not None else None
 
     def note_save(self, call: cst.Call, position: int) -> None:
-        for target in (self._file_key(call, position), file_template(call, position)):
+        for target in (self.file_key(call, position), file_template(call, position)):
             if target:
                 self._saved[-1].add(target)
 
@@ -191,7 +191,7 @@ class RoundTrips:
         template as a saved one (``"{}.pkl".format(best_epoch)`` after saving
         ``"{}.pkl".format(epoch)``) is one of the files this run wrote."""
         built = self._scopes[-1][1]
-        for target in (self._file_key(call, 0), file_template(call, 0)):
+        for target in (self.file_key(call, 0), file_template(call, 0)):
             if target and (target in self._saved[-1] or (built is not None and target in built)):
                 return True
         return False

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis import machines
-from ..analysis.checkpoints import RoundTrips, cpu_map_location, file_argument, has_map_location
+from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
@@ -50,7 +50,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     rank would load onto the GPU that saved the file; so does a launcher that starts one
     process per GPU and falls back to the CPU where there is none: Accelerate's `Accelerator`,
     Lightning's `Fabric`), or when the load is a function's
-    and its path comes from the caller (a library loading a user's checkpoint).
+    and its path comes from the caller (a library loading a user's checkpoint; also through a file
+    object, `with open(path, "rb") as f: torch.load(f)`: every check reads a file object as its path).
     `map_location=None` counts as missing. A call that forwards `*args` or `**kwargs` is
     not flagged: they may carry it.
 
@@ -334,9 +335,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self.note_save(node, position=1)
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
             if value is not None and path is not None and _is_cpu_value(value.value):
-                self._cpu_saved_names |= self._path_names(path.value)
+                self._cpu_saved_names |= self._path_names(self.opened_path(path.value))
             if path is not None:
-                self._saved_files.add(file_argument(node, 1))
+                self._saved_files.add(self.file_key(node, 1))
         self.note_session_save(node, name in TORCH_SAVES)
         if self._classes and _writes_file(name, node):
             self._classes[-1].writes = True
@@ -350,17 +351,18 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
         if self._dataset_constructor():
             return  # a dataset's own data, served by DataLoader workers: CPU tensors (CUDA ones fail in forked workers)
-        path = argument(node, 0, "f")
-        if path is not None and self._is_packaged(path.value):
+        given = argument(node, 0, "f")
+        path = self.opened_path(given.value) if given is not None else None  # through a file object
+        if path is not None and self._is_packaged(path):
             return  # package data beside this file: shipped so that it loads wherever the package runs
-        if path is not None and self.session_saved(self.opened_path(path.value)):
+        if path is not None and self.session_saved(path):
             return  # a notebook reading back a file an earlier cell saved: same session, same machine
-        if path is not None and _names_rng_state(path.value):
+        if path is not None and _names_rng_state(path):
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
-        names = self._path_names(path.value) if path is not None else set()
+        names = self._path_names(path) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
-        if path is not None and self._per_process(path.value):
-            load.rank_file = file_argument(node, 0)
+        if path is not None and self._per_process(path):
+            load.rank_file = self.file_key(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
 
     def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
@@ -415,7 +417,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if self._session:
             return False  # a notebook's function is called by the notebook, not by a user of a library
         path = argument(call, 0, "f")
-        return path is not None and bool(self._params) and self._mentions_params(path.value)
+        return path is not None and bool(self._params) and self._mentions_params(self.opened_path(path.value))
 
 
 def _is_cpu_value(expr: cst.BaseExpression) -> bool:

@@ -23,7 +23,7 @@ GRADIENT_FUNCTIONS = {
 # log-probabilities (cuDNN's CTC even requires CPU lengths): its arguments do not meet.
 
 
-def _to_tensor(call: cst.Call, qualified: str, names) -> bool:
+def image_to_tensor(call: cst.Call, qualified: str, names) -> bool:
     """``transforms.ToTensor()(image)``, ``TF.to_tensor(image)``, ``pil_to_tensor(image)``: a new
     CPU tensor made from a PIL image or an array."""
     if isinstance(call.func, cst.Call):
@@ -32,14 +32,14 @@ def _to_tensor(call: cst.Call, qualified: str, names) -> bool:
     return qualified in IMAGE_TO_TENSOR_FUNCTIONS
 
 
-def _tokenized(call: cst.Call) -> bool:
+def tokenized(call: cst.Call) -> bool:
     """``tokenizer(text, return_tensors="pt")``, ``tokenizer.encode(..., return_tensors="pt")``, a
     processor's ``(images=..., return_tensors="pt")``: PyTorch tensors made on the CPU."""
     tensors = argument(call, None, "return_tensors")
     return tensors is not None and string_value(tensors.value) == "pt"
 
 
-def _device_check_off(call: cst.Call) -> bool:
+def device_check_off(call: cst.Call) -> bool:
     """``assert_close(a, b, check_device=False)``, a flag whose value is unknown, or ``**options`` that may
     carry one: no device check known."""
     if any(arg.star == "**" for arg in call.args):
@@ -48,14 +48,14 @@ def _device_check_off(call: cst.Call) -> bool:
     return flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "True")
 
 
-def _reduces_all(call: cst.Call, qualified: str) -> bool:
+def reduces_every_element(call: cst.Call, qualified: str) -> bool:
     """``torch.max(t)`` / ``torch.sum(t)``: a reduction of every element is 0-dim."""
     positional = [arg for arg in call.args if arg.keyword is None]
     keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
     return qualified.rpartition(".")[2] in REDUCTIONS and len(positional) == 1 and not keywords & {"dim", "axis"}
 
 
-def _keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:
+def keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:
     """``torch.clamp(norm, max=m)``: an elementwise function of one 0-dim tensor
     (its keywords are bounds, not operands) is 0-dim too."""
     positional = [arg for arg in call.args if arg.keyword is None]
@@ -66,24 +66,24 @@ def _keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:
     )
 
 
-def _is_ctc(callee: Optional[Value]) -> bool:
+def is_ctc(callee: Optional[Value]) -> bool:
     """An ``nn.CTCLoss``, moved or not."""
     return callee is not None and callee.ctc
 
 
-def _names_a_loss(name: str) -> bool:
+def names_a_loss(name: str) -> bool:
     """``criterion``, ``ctc_loss``, ``self.loss_fn``: a name that says loss."""
     return "loss" in name.lower() or "criterion" in name.lower()
 
 
-def _ctc_shaped(call: cst.Call, callee: Optional[Value]) -> bool:
+def ctc_shaped(call: cst.Call, callee: Optional[Value]) -> bool:
     """A CTC loss call: a CTC loss, or any loss called with four positional
     arguments (log_probs, targets, input_lengths, target_lengths): no other loss
     of torch takes four tensors."""
-    return _is_ctc(callee) or sum(arg.keyword is None and not arg.star for arg in call.args) == 4
+    return is_ctc(callee) or sum(arg.keyword is None and not arg.star for arg in call.args) == 4
 
 
-def _batch_helper(call: cst.Call, values: list, names) -> Optional[Value]:
+def batch_helper(call: cst.Call, values: list, names) -> Optional[Value]:
     """``normalize_batch(x)`` of a loader element: a helper given one batch
     element answers where the element lives (the CPU), unless its name says it
     moves it (``to_device(x)``, ``prepare(x)``) or it is a function of this file
@@ -101,7 +101,7 @@ def _batch_helper(call: cst.Call, values: list, names) -> Optional[Value]:
 _MOVING_HELPERS = ("device", "cuda", "gpu", "move", "prepare", "place", "transfer", "send", "load")
 
 
-def _is_numpy_array(func, names) -> bool:
+def is_numpy_array(func, names) -> bool:
     """``np.asarray`` / ``numpy.array`` (NumPy imported in this file)."""
     return (
         isinstance(func, cst.Attribute)
@@ -112,7 +112,7 @@ def _is_numpy_array(func, names) -> bool:
     )
 
 
-def _reads_as_array(qualified: str) -> bool:
+def reads_as_array(qualified: str) -> bool:
     """A NumPy function (``np.isnan(t)``, ``np.mean(t)``, ``np.save(f, t)``) or a scikit-learn
     metric (``metrics.f1_score(y, pred)``): each reads its tensors through ``__array__``, which a
     device tensor refuses. Not ``np.float64(t)``, a ``float`` that calls ``t.item()``."""
@@ -121,7 +121,7 @@ def _reads_as_array(qualified: str) -> bool:
     return qualified.startswith("sklearn.metrics.")
 
 
-def _module_attribute(expr) -> bool:
+def module_attribute(expr) -> bool:
     """``model.r``: an attribute that is no tensor member (``x.data``, ``x.T``, ``x.grad`` are)."""
     return isinstance(expr, cst.Attribute) and expr.attr.value not in TENSOR_ATTRIBUTES
 
@@ -131,20 +131,20 @@ TENSOR_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
 NUMPY_FLOATS = frozenset({"numpy.float64", "numpy.double", "numpy.float_"})
 
 
-def _is_plot(func, qualified: str, names) -> bool:
+def is_plot(func, qualified: str, names) -> bool:
     """``plt.plot(...)``, ``ax.imshow(...)`` (matplotlib imported in this file)."""
     if qualified.startswith("matplotlib."):
         return qualified.rpartition(".")[2] in PLOT_METHODS
     return isinstance(func, cst.Attribute) and func.attr.value in PLOT_METHODS and names.imports_any(("matplotlib",))
 
 
-def _on_purpose(arg: cst.Arg) -> bool:
+def on_purpose(arg: cst.Arg) -> bool:
     """``lengths`` for ``pack_padded_sequence``: kept on the CPU on purpose."""
     words = [arg.keyword.value if arg.keyword is not None else "", code_of(arg.value)]
     return any(w in word.lower() for word in words for w in CPU_ON_PURPOSE)
 
 
-def _forced(call: cst.Call) -> bool:
+def forced_numpy(call: cst.Call) -> bool:
     force = argument(call, 0, "force")
     return force is not None and not (isinstance(force.value, cst.Name) and force.value.value == "False")
 

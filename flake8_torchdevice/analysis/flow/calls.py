@@ -11,9 +11,9 @@ from ..still_modules import moves_inputs, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name
 from .arrays import array_rank
 from .call_kinds import (
-    GRADIENT_FUNCTIONS, _batch_helper, _ctc_shaped, _device_check_off, _forced, _is_ctc, _is_numpy_array, _is_plot,
-    _keeps_zero_dim, _module_attribute, _names_a_loss, _on_purpose, _reads_as_array, _reduces_all, _to_tensor,
-    _tokenized, helper_result,
+    GRADIENT_FUNCTIONS, batch_helper, ctc_shaped, device_check_off, forced_numpy, is_ctc, is_numpy_array, is_plot,
+    keeps_zero_dim, module_attribute, names_a_loss, on_purpose, reads_as_array, reduces_every_element, image_to_tensor,
+    tokenized, helper_result,
 )
 from .facts import key_of
 from .methods import method_of
@@ -44,11 +44,11 @@ class Calls:
             return self.factory(call, qualified, env)
         if qualified == "torch.load":
             return self.load(call, env)
-        if _tokenized(call):
+        if tokenized(call):
             for arg in call.args:
                 self.ev(arg.value, env)
             return Value(CPU, call.func, factory=True)  # a tokenizer's or processor's tensors: on the CPU
-        if _to_tensor(call, qualified, self.names):
+        if image_to_tensor(call, qualified, self.names):
             for arg in call.args:
                 self.ev(arg.value, env)
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
@@ -85,24 +85,24 @@ class Calls:
             loss = Value(LOSS, call.func)
             loss.ctc = qualified.endswith(".CTCLoss")
             return loss
-        if _is_numpy_array(call.func, self.names):
+        if is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
             elif values and values[0] is not None and values[0].kind == LIST and values[0].items:
                 self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
             return Value(NUMPY, call)
-        if _reads_as_array(qualified):
+        if reads_as_array(qualified):
             values = [self.ev(arg.value, env) for arg in call.args]
             # A module's attribute (``np.int32(model.r)``) or a callable's answer may be no tensor.
             placed = [value for arg, value in zip(call.args, values) if value is not None and value.kind == PLACED
-                      and not value.guessed and not _module_attribute(arg.value)]
+                      and not value.guessed and not module_attribute(arg.value)]
             if placed:
                 self.record_numpy(call, placed[0])  # it converts its arguments with np.asarray
             array = Value(NUMPY, call)
             array.rank = array_rank(call, qualified)
             return array
-        if _is_plot(call.func, qualified, self.names):
+        if is_plot(call.func, qualified, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             placed = [value for value in values if value is not None and value.kind == PLACED]
             if placed:
@@ -122,7 +122,7 @@ class Calls:
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None
-        helped = _batch_helper(call, [v for _, v in args], self.names)
+        helped = batch_helper(call, [v for _, v in args], self.names)
         if helped is not None and callee is None:
             return helped
         if callee is None and isinstance(call.func, cst.Name):
@@ -132,13 +132,13 @@ class Calls:
         if is_cpu_layer(callee):
             return self.cpu_layer_call(call, callee, args)
         if callee is not None and callee.kind in (PLACED, MOVED):
-            if _is_ctc(callee) or (_names_a_loss(name) and _ctc_shaped(call, callee)):
+            if is_ctc(callee) or (names_a_loss(name) and ctc_shaped(call, callee)):
                 # ``criterion = nn.CTCLoss().to(device)``, or a loss of another library called with
                 # CTC's four tensors (warp-ctc's ``CTCLoss().cuda()`` takes CPU labels and lengths)
                 return placed_result([v for _, v in args])
             return self.module_call(call, callee, args)
-        if callee is not None and callee.kind == LOSS or _names_a_loss(name):
-            if not _ctc_shaped(call, callee):
+        if callee is not None and callee.kind == LOSS or names_a_loss(name):
+            if not ctc_shaped(call, callee):
                 self.combine_all(call, [v for _, v in args])
             return placed_result([v for _, v in args])
         if isinstance(call.func, cst.Name) and name in getattr(self.names, "_classes", {}):
@@ -178,7 +178,7 @@ class Calls:
         element: loops move their batches."""
         placed = module.derived(PLACED, label=module.label)
         for arg, value in args:
-            if value is None or _on_purpose(arg) or (module.local and value.kind != SIBLING):
+            if value is None or on_purpose(arg) or (module.local and value.kind != SIBLING):
                 continue
             self.meet(call, value, placed, module=True)
         param = module.param or any(v is not None and (v.param or v.kind == INPUT) for _, v in args)
@@ -212,11 +212,11 @@ class Calls:
             self.meet(call, receiver, args[0])
             return None
         if method == "numpy":
-            if receiver is not None and receiver.kind == PLACED and not _forced(call):
+            if receiver is not None and receiver.kind == PLACED and not forced_numpy(call):
                 self.record_numpy(call, receiver)
             return Value(NUMPY, call)
         if receiver is None:
-            return _batch_helper(call, args, self.names)
+            return batch_helper(call, args, self.names)
         if receiver.kind == LIST:
             placed = method == "append" and len(args) == 1 and args[0] is not None and args[0].kind == PLACED
             receiver.items = receiver.items + [args[0]] if placed and receiver.items is not None else None
@@ -277,17 +277,17 @@ class Calls:
             pass  # CTC takes its targets and lengths on the CPU too
         elif qualified in COMBINE_FUNCS or qualified.startswith("torch.nn.functional."):
             self.combine_all(call, values)
-        elif qualified in DEVICE_CHECKED_COMPARISONS and not _device_check_off(call):
+        elif qualified in DEVICE_CHECKED_COMPARISONS and not device_check_off(call):
             self.combine_all(call, values)
         if qualified.startswith("torch.autograd.") and qualified.endswith("Variable") and values:
             return values[0]  # Variable(x) wraps x where it lives
         if any(v is not None and v.kind == PLACED for v in values):
             result = placed_result(values)
-            result.zero = _keeps_zero_dim(call, qualified, values)
+            result.zero = keeps_zero_dim(call, qualified, values)
             return result
         cpu = [v for v in values if v is not None and v.kind == CPU]
         if cpu and len(cpu) == len(values):
-            zero = all(v.zero for v in cpu) or _reduces_all(call, qualified)
+            zero = all(v.zero for v in cpu) or reduces_every_element(call, qualified)
             return Value(CPU, cpu[0].label, zero=zero, factory=cpu[0].factory)
         return None
 
