@@ -493,3 +493,34 @@ def test_tdv201_reads_a_library_path_and_a_rank_file_through_file_objects(full):
                 torch.save(queue, f)
         """
     assert _in(source, "lib.py", full) == [4]
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_cache_written_through_file_objects_is_still_a_cache(full):
+    """``if os.path.exists(p): with open(p, "rb") as f: x = torch.load(f)`` / ``else: ...; with
+    open(p, "wb") as f: torch.save(x, f)`` reads back data this code writes on a miss; a cache of a
+    model's weights (``net.state_dict()``) is another run's checkpoint and stays reported."""
+    source = """\
+        import os
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        def features(path, compute):
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    feats = torch.load(f)
+            else:
+                feats = compute()
+                with open(path, "wb") as f:
+                    torch.save(feats, f)
+            return feats
+        def weights(path, train):
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    net = torch.load(f)
+            else:
+                net = train()
+                with open(path, "wb") as f:
+                    torch.save(net.state_dict(), f)
+            return net
+        """
+    assert _in(source, "cache.py", full) == [16]

@@ -149,10 +149,12 @@ class RoundTrips:
         if path is None:
             return
         key = layout_free(path)
-        calls = [part for part in subtree(node) if isinstance(part, cst.Call)]
+        parts = list(subtree(node))
+        handles = {**self._handles[-1], **_handles_in(parts)}  # ``with open(p, "wb") as f: torch.save(x, f)``
+        calls = [part for part in parts if isinstance(part, cst.Call)]
         saves = [call for call in calls
-                 if self.names.qualify(call.func) in self.ROUND_TRIP_SAVES and file_argument(call, 1) == key]
-        if saves and not _caches_weights(node, key, saves, calls):
+                 if self.names.qualify(call.func) in self.ROUND_TRIP_SAVES and _file_of(call, 1, handles) == key]
+        if saves and not _caches_weights(node, key, saves, calls, handles):
             self._saved[-1].add(key)
 
     def visit_With(self, node: cst.With) -> None:
@@ -177,8 +179,7 @@ class RoundTrips:
 
     def file_key(self, call: cst.Call, position: int) -> Optional[tuple]:
         """``file_argument`` through file objects (``opened_path``)."""
-        arg = argument(call, position, "f")
-        return layout_free(self.opened_path(arg.value)) if arg is not None else None
+        return _file_of(call, position, self._handles[-1])
 
     def note_save(self, call: cst.Call, position: int) -> None:
         for target in (self.file_key(call, position), file_template(call, position)):
@@ -202,7 +203,7 @@ class RoundTrips:
 _WEIGHTS = re.compile(r"state_dict|model|net|module|encoder|decoder|generator|discriminator", re.I)
 
 
-def _caches_weights(node: cst.If, key: str, saves: list, calls: list) -> bool:
+def _caches_weights(node: cst.If, key: str, saves: list, calls: list, handles: dict) -> bool:
     """Does this cache hold a model's weights? What it saves speaks of them
     (``torch.save(model.state_dict(), p)``), it loads them into a module (``load_state_dict``),
     or the name the load is bound to does (``net = torch.load(p)``). A model handed to the code
@@ -212,7 +213,7 @@ def _caches_weights(node: cst.If, key: str, saves: list, calls: list) -> bool:
         return True
     if any(isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict" for call in calls):
         return True
-    loads = {id(call) for call in calls if call not in saves and file_argument(call, 0) == key}
+    loads = {id(call) for call in calls if call not in saves and _file_of(call, 0, handles) == key}
     for part in subtree(node.body):
         if isinstance(part, cst.Assign) and any(id(inner) in loads for inner in subtree(part.value)):
             if any(_holds_weights(name) for target in part.targets for name in subtree(target.target)):
@@ -243,6 +244,27 @@ def _existence_checked(test: cst.BaseExpression) -> Optional[cst.BaseExpression]
     if isinstance(func, cst.Attribute) and last in ("exists", "is_file") and not test.args:
         return func.value
     return None
+
+
+def _handles_in(parts) -> dict:
+    """``{f: path}`` for each ``with open(path) as f`` among ``parts``."""
+    return {
+        item.asname.name.value: _opened(item.item)
+        for part in parts if isinstance(part, cst.With)
+        for item in part.items
+        if _opened(item.item) is not None and item.asname is not None and isinstance(item.asname.name, cst.Name)
+    }
+
+
+def _file_of(call: cst.Call, position: int, handles: dict) -> Optional[tuple]:
+    """``file_argument`` read through a file object: ``open(path)`` inline, or a name in ``handles``."""
+    arg = argument(call, position, "f")
+    if arg is None:
+        return None
+    value = _opened(arg.value)
+    if value is None:
+        value = handles.get(arg.value.value, arg.value) if isinstance(arg.value, cst.Name) else arg.value
+    return layout_free(value)
 
 
 def _opened(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
