@@ -162,20 +162,12 @@ class RoundTrips:
         parent = getattr(super(), "visit_With", None)
         if parent is not None:
             parent(node)
-        for item in node.items:
-            opened = _opened(item.item)
-            if opened is not None and item.asname is not None and isinstance(item.asname.name, cst.Name):
-                self._handles[-1][item.asname.name.value] = opened
+        self._handles[-1].update(_handles_in([node]))
 
     def opened_path(self, expr: cst.BaseExpression) -> cst.BaseExpression:
         """A save's or load's file argument read through a file object: ``open(path, "rb")``
         inline, or a name a ``with open(path) as f`` bound, is ``path``; anything else, itself."""
-        opened = _opened(expr)
-        if opened is not None:
-            return opened
-        if isinstance(expr, cst.Name) and expr.value in self._handles[-1]:
-            return self._handles[-1][expr.value]
-        return expr
+        return _through_file_object(expr, self._handles[-1])
 
     def file_key(self, call: cst.Call, position: int) -> Optional[tuple]:
         """``file_argument`` through file objects (``opened_path``)."""
@@ -248,23 +240,27 @@ def _existence_checked(test: cst.BaseExpression) -> Optional[cst.BaseExpression]
 
 def _handles_in(parts) -> dict:
     """``{f: path}`` for each ``with open(path) as f`` among ``parts``."""
-    return {
-        item.asname.name.value: _opened(item.item)
-        for part in parts if isinstance(part, cst.With)
-        for item in part.items
-        if _opened(item.item) is not None and item.asname is not None and isinstance(item.asname.name, cst.Name)
-    }
+    handles = {}
+    for part in parts:
+        for item in part.items if isinstance(part, cst.With) else ():
+            opened = _opened(item.item)
+            if opened is not None and item.asname is not None and isinstance(item.asname.name, cst.Name):
+                handles[item.asname.name.value] = opened
+    return handles
+
+
+def _through_file_object(expr: cst.BaseExpression, handles: dict) -> cst.BaseExpression:
+    """``path`` for ``open(path, ...)`` inline or a name ``handles`` maps to it; else ``expr``."""
+    opened = _opened(expr)
+    if opened is not None:
+        return opened
+    return handles.get(expr.value, expr) if isinstance(expr, cst.Name) else expr
 
 
 def _file_of(call: cst.Call, position: int, handles: dict) -> Optional[tuple]:
-    """``file_argument`` read through a file object: ``open(path)`` inline, or a name in ``handles``."""
+    """``file_argument`` read through a file object (``_through_file_object``)."""
     arg = argument(call, position, "f")
-    if arg is None:
-        return None
-    value = _opened(arg.value)
-    if value is None:
-        value = handles.get(arg.value.value, arg.value) if isinstance(arg.value, cst.Name) else arg.value
-    return layout_free(value)
+    return layout_free(_through_file_object(arg.value, handles)) if arg is not None else None
 
 
 def _opened(expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:

@@ -179,7 +179,8 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
         self._leave()
 
     def _enter(self, name: str) -> None:
-        self._forget(cst.Name(name))
+        self._scopes[-1].discard(name)  # the def/class rebinds its name
+        self._batches[-1].discard(name)
         self._scopes.append(set())
         self._batches.append(set())
 
