@@ -33,7 +33,7 @@ def _root(qualified: str) -> str:
 class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
-    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts")
+    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -49,6 +49,7 @@ class NameResolver:
         self._layers: dict[str, object] = {}
         self._defs: dict[str, ast.AST] = {}  # module-level class or function -> its ast node
         self.facts: dict = {}  # what shared analyses derived from ``_defs`` once (analysis/still_modules.py)
+        self.main_blocks: list[ast.If] = []  # the module's ``if __name__ == "__main__":`` statements
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -230,7 +231,18 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
             resolver.bind_class(stmt.name, [b for b in bases if b], stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.bind_function(stmt.name, stmt)
+        elif isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+            resolver.main_blocks.append(stmt)
     return resolver
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(side, ast.Name) and side.id == "__name__" for side in sides) and any(
+        isinstance(side, ast.Constant) and side.value == "__main__" for side in sides)
 
 
 def _init_calls(node: ast.ClassDef) -> dict:

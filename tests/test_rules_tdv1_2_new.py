@@ -524,3 +524,50 @@ def test_tdv201_a_cache_written_through_file_objects_is_still_a_cache(full):
             return net
         """
     assert _in(source, "cache.py", full) == [16]
+
+
+@pytest.mark.parametrize("pinned, reported", [
+    ("torch.cuda.set_device(args.local_rank)", True),  # one process per GPU
+    ("torch.cuda.set_device(rank)", True),
+    ("torch.cuda.set_device(args.gpu)", False),  # one process choosing its GPU: cuda:0 exists
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_set_device_is_a_process_per_gpu_only_with_a_rank(pinned, reported, full):
+    source = f"""\
+        import torch
+        def main(args, rank, model):
+            assert torch.cuda.is_available()
+            {pinned}
+            model.load_state_dict(torch.load("checkpoint.pth"))
+        """
+    assert _in(source, "train.py", full) == ([5] if reported else [])
+
+
+_SCRIPT = """\
+    import argparse
+    import torch
+    def load_model(checkpoint):
+        return torch.load(checkpoint)
+    def run(args):
+        model = load_model(args.ckpt)
+        return model(args.x)
+    def library_load(path):
+        return torch.load(path)
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        args = parser.parse_args()
+        {device}run(args)
+    """
+
+
+@pytest.mark.parametrize("device, reported", [
+    ('device = "cuda"\n        ', [9]),  # the script chose a GPU; library_load stays a library's
+    ("", [4, 9]),  # a script that never names a GPU runs on the CPU, where a GPU's checkpoint fails
+    ('device = "cuda" if torch.cuda.is_available() else "cpu"\n        ', [4, 9]),  # a CPU path
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_function_the_script_runs_loads_what_the_script_names(device, reported, full):
+    """A path reaching a function through parameters is a library's user's, unless the file's own
+    ``__main__`` runs that function (directly or through another function): then the script names
+    it, and the script's evidence decides."""
+    assert _in(_SCRIPT.replace("{device}", device), "sample.py", full) == reported

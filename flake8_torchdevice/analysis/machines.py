@@ -6,7 +6,7 @@ fallback, ``"cuda" if torch.cuda.is_available() else "cpu"``; a ``"cpu"`` device
 option; a ``--no-cuda`` flag; a branch on a CUDA flag, ``if opt.cuda:``), but not a
 result moved to the CPU (``feat.to("cpu")``) nor a flag named only as a callee's
 keyword (``use_gpu=...``); several GPUs chosen per process (``LOCAL_RANK``, ``gpu_id``,
-``DistributedDataParallel``, ``set_device``, a launcher such as Accelerate's ``Accelerator``
+``DistributedDataParallel``, ``set_device`` of a rank, a launcher such as Accelerate's ``Accelerator``
 or Lightning's ``Fabric``, which also runs on the CPU where there is no GPU), where each rank
 would load onto the GPU that saved the file; or a requirement of CUDA (``assert torch.cuda.is_available()``),
 which rules the CPU path out.
@@ -31,8 +31,10 @@ _RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
 _GPU_ID_WORDS = _RANK_WORDS - {"local_rank", "LOCAL_RANK"}  # a GPU's id, not a process's rank
 _MULTI_GPU_CALLS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.cuda.set_device",
 })
+# ``torch.cuda.set_device(rank)`` pins one process per GPU; ``set_device(args.gpu)`` alone is one
+# process choosing its GPU (a file saved from ``cuda:0`` exists wherever ``args.gpu`` may be 0).
+_RANK = re.compile(r"rank", re.I)
 # Launchers that run one process per GPU (``accelerate launch``) and fall back to the CPU where
 # there is none: a file using one meets both kinds of machine the saving GPU is missing from.
 _LAUNCHERS = frozenset({
@@ -53,6 +55,7 @@ _REPORTING_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "cr
 
 
 _VISIBLE = "CUDA_VISIBLE_DEVICES"
+_GPU_WORD = re.compile(r"cuda|gpu", re.I)  # what READS' ``*cuda`` / ``*gpu`` keep parsed
 
 
 def _sets_visible_devices(target: cst.BaseExpression) -> bool:
@@ -86,6 +89,7 @@ class MachineEvidence:
         self.has_cpu_path = False
         self.uses_gpus_per_process = False
         self.requires_cuda = False
+        self.mentions_gpu = False  # any name or string with ``cuda`` / ``gpu`` in it: the code knows GPUs
         self._asserts = 0
         # A map_location says where one load puts its tensors, not where the code runs
         # (and the fix writes ``map_location="cpu"``: a fixed load must not become evidence).
@@ -107,6 +111,7 @@ class MachineEvidence:
         self._in_location -= self._is_location(node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if self._in_location or id(node) in self._not_evidence:
             return
         if is_cpu_string(node):
@@ -116,6 +121,7 @@ class MachineEvidence:
 
     def visit_Name(self, node: cst.Name) -> None:
         # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.gpu_id``.
+        self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if id(node) in self._not_evidence:
             return
         if node.value in _CPU_FLAGS:
@@ -188,6 +194,9 @@ class MachineEvidence:
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":
+            self.uses_gpus_per_process = True
+        elif name == "torch.cuda.set_device" and any(
+                isinstance(node, cst.Name) and _RANK.search(node.value) for node in subtree(call)):
             self.uses_gpus_per_process = True
         elif name in _LAUNCHERS:
             self.uses_gpus_per_process = self.has_cpu_path = True

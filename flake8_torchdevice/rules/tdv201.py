@@ -22,6 +22,7 @@ from ..analysis.guards import (
     is_test_code,
 )
 from ..analysis.machines import MachineEvidence
+from ..analysis.scripts import script_functions
 from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
 from ..rule import CLASS, STATEMENT, Rule
 
@@ -46,12 +47,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     device or option, a `no_cuda` / `use_cuda` flag, a branch on a CUDA flag such as `if
     opt.cuda:`; not a result taken off the device,
     `feat.to("cpu")`, nor a callee's keyword, `f(use_gpu=...)`), when it runs one process per GPU
-    (`LOCAL_RANK`, `gpu_id`, `device_ids`, `DistributedDataParallel`, `set_device`: every
+    (`LOCAL_RANK`, `gpu_id`, `device_ids`, `DistributedDataParallel`, `set_device` of a rank: every
     rank would load onto the GPU that saved the file; so does a launcher that starts one
     process per GPU and falls back to the CPU where there is none: Accelerate's `Accelerator`,
     Lightning's `Fabric`), or when the load is a function's
     and its path comes from the caller (a library loading a user's checkpoint; also through a file
-    object, `with open(path, "rb") as f: torch.load(f)`: every check reads a file object as its path).
+    object, `with open(path, "rb") as f: torch.load(f)`: every check reads a file object as its path),
+    unless the caller is the script itself (see below).
     `map_location=None` counts as missing. A call that forwards `*args` or `**kwargs` is
     not flagged: they may carry it.
 
@@ -89,7 +91,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       script, `assert torch.cuda.is_available()` with no process per GPU; a switch between one GPU and several,
       `self.model.module if multigpus else self.model`, is no CPU path; a GPU id that only sets
       `os.environ["CUDA_VISIBLE_DEVICES"]` is no process per GPU: the process sees that GPU as `cuda:0`; nor
-      is one the code only prints or logs: `print(args.gpu_id)`, `logger.info(...)`);
+      is one the code only prints or logs: `print(args.gpu_id)`, `logger.info(...)`; nor is
+      `torch.cuda.set_device(args.gpu)` without a rank in it: one process choosing its GPU);
+    - a path given by the caller where the caller is the script itself: a function the file's `if __name__ ==
+      "__main__":` block runs, directly or through its other functions (`load_model(args.ckpt, device)` in a
+      sampling script), loads what the script names, so the script's evidence decides as above. A script that names
+      no GPU at all (no `cuda` / `gpu` in any name or string) runs on the CPU, and its loads are still reported.
+      A library module whose demo `__main__` uses a GPU loses its library loads this way;
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
@@ -246,7 +254,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                 continue  # each process reads back the file it wrote itself, from the GPU it loads onto
             if load.need.gpu and not self.uses_gpus_per_process:
                 continue  # its function needs a GPU anyway (``model.cuda()`` unguarded): no CPU path
-            if load.caller_path or self.meets_other_machines:
+            # A function the script's own ``__main__`` runs loads what the script names: its
+            # evidence decides, and a script that never names a GPU runs on the CPU.
+            scripted = load.function in script_functions(self.names)
+            caller_path = load.caller_path and not (scripted and self.mentions_gpu)
+            if caller_path or self.meets_other_machines:
                 self.report(load.call, fix=cpu_map_location(load.call), statement=load.statement)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -362,6 +374,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
         names = self._path_names(path) if path is not None else set()
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
+        load.function = self._functions[0] if self._functions and not self._classes else None
         if path is not None and self._per_process(path):
             load.rank_file = self.file_key(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
@@ -500,6 +513,7 @@ class _Load:
         self.caller_path = caller_path  # a library function loading what its caller names
         self.names = names  # the file-name literals of its path
         self.rank_file: Optional[tuple] = None  # its path, where it names one file per process
+        self.function: Optional[str] = None  # the module-level function it is in
 
 
 class _ClassFrame:
