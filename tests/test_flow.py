@@ -769,3 +769,20 @@ def test_a_placed_tensor_stored_into_a_numpy_array(store, reported):
         f"for i in range(3):\n    {store}\n"
     )
     assert codes(source) == ([("TDV603", 9)] if reported else [])
+
+
+@pytest.mark.parametrize("store, reported", [
+    ('batch["x"] = batch["x"].to(device)', [("TDV602", 12)]),  # rebound: moved; "y" stays behind
+    ('batch["x"] = batch["x"].float()', [("TDV602", 11)]),  # still the loader's CPU tensor
+    ('batch["x"], batch["y"] = batch["x"].to(device), batch["y"].to(device)', []),
+    ("for k, v in batch.items():\n            batch[k] = to_device(v)", []),  # every key rebound
+    ('batch["x"] = batch["x"].to(device)\n        size = batch.size', [("TDV602", 13)]),  # an attribute read too
+])
+def test_a_store_into_a_dict_batch_rebinds_its_element(store, reported):
+    source = (
+        "device = torch.device('cuda')\nmodel = nn.Linear(4, 3).to(device)\n\n\n"
+        "def train(loader):\n    for batch in loader:\n"
+        f"        {store}\n"
+        "        out = model(batch['x'])\n        return nn.functional.cross_entropy(out, batch['y'])\n"
+    )
+    assert codes(source) == reported

@@ -53,7 +53,9 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       `fabric.setup_dataloaders`, Lightning's `training_step`);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose
       placement the code does not prove, or kept on the CPU on purpose (`lengths`);
-    - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`);
+    - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`), or
+      key by key: a store rebinds the element (`batch["x"] = batch["x"].to(device)`; a computed key, `for k, v in
+      batch.items(): batch[k] = to_var(v)`, rebinds every element);
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 
     ## The error torch raises

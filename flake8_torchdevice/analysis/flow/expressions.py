@@ -9,7 +9,9 @@ from ..code import code_of, string_value
 from ..guards import is_cuda_flag
 from .facts import key_of
 from .statements import cpu_only_test, cuda_test
-from .values import BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, Meet, PLACED, SIBLING, Value, combined, either
+from .values import (
+    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, Meet, PLACED, SIBLING, Value, combined, either,
+)
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
 
@@ -37,7 +39,19 @@ class Expressions:
         elif isinstance(target, cst.Attribute) and target.attr.value == "data" and key_of(target.value):
             self.bind(target.value, value, env)  # x.data = v: x now holds v's storage, on v's device
         else:
+            if isinstance(target, cst.Subscript):
+                self.store_element(target, value, env)
             self.ev(target, env)  # a[i] = v / self.x = v: evaluate the parts
+
+    def store_element(self, target: "cst.Subscript", value: Optional[Value], env: dict) -> None:
+        """``batch["x"] = ...`` rebinds that element of a loader's batch (a computed key, all of
+        them): from here on it holds what was stored, not the CPU tensor the loader gave."""
+        key = key_of(target.value)
+        batch = env.get(key) if key is not None else None
+        if batch is None or batch is BOUND or batch.kind != BATCH:
+            return
+        stored = value if value is not None and value.kind in (CPU, PLACED, SIBLING) else None  # ``.float()`` keeps it
+        batch.loop.stored[_element_key(target) if _keyed(target) else ANY_KEY] = stored
 
     def ev(self, expr, env: dict) -> Optional[Value]:
         if isinstance(expr, cst.Name):
@@ -145,7 +159,11 @@ class Expressions:
         if base is None:
             return None
         if base.kind == BATCH:
-            return self.element(base, code_of(expr))
+            stored = base.loop.stored
+            if ANY_KEY in stored:
+                return None
+            key = _element_key(expr)
+            return stored[key] if key in stored else self.element(base, code_of(expr))
         if base.kind == SIBLING:
             base.evidence = True  # indexed: a tensor or a sequence; see evidence in use
             return None
@@ -224,6 +242,13 @@ def _old_scalar(expr: "cst.Subscript") -> bool:
     return isinstance(value, cst.Attribute) and value.attr.value == "data" and len(expr.slice) == 1 \
         and isinstance(expr.slice[0].slice, cst.Index) and isinstance(expr.slice[0].slice.value, cst.Integer) \
         and expr.slice[0].slice.value.value == "0"
+
+
+def _element_key(expr: "cst.Subscript") -> str:
+    """``batch["x"]`` and ``batch['x']`` alike: the base's code and the key's value."""
+    if _keyed(expr):
+        return f"{code_of(expr.value)}[{string_value(expr.slice[0].slice.value)!r}]"
+    return code_of(expr)
 
 
 def _keyed(expr: "cst.Subscript") -> bool:

@@ -59,11 +59,18 @@ BOUND = Value("bound")  # a local name bound to something unknown (not a free na
 
 
 class Loop:
-    __slots__ = ("moved", "elements")
+    __slots__ = ("moved", "elements", "stored")
 
     def __init__(self) -> None:
         self.moved: list = []  # labels of elements moved with .to / .cuda
         self.elements: dict = {}  # label -> Value, to share tensor evidence
+        # A batch's keys a store rebound (``batch["x"] = batch["x"].to(device)``): label -> the
+        # value stored (None: unknown); ``ANY_KEY`` once a computed key rebinds them all
+        # (``for k, v in batch.items(): batch[k] = to_var(v)``).
+        self.stored: dict = {}
+
+
+ANY_KEY = "*"
 
 
 class Meet:
