@@ -571,3 +571,32 @@ def test_tdv201_a_function_the_script_runs_loads_what_the_script_names(device, r
     ``__main__`` runs that function (directly or through another function): then the script names
     it, and the script's evidence decides."""
     assert _in(_SCRIPT.replace("{device}", device), "sample.py", full) == reported
+
+
+_CLASS_LOG = """\
+    import os
+    import torch
+    DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    class Loss:
+        def __init__(self):
+            self.log = torch.zeros(1, 3)
+        def plot(self):
+            return {read}
+        def save(self, apath):
+            torch.save(self.log, os.path.join(apath, "loss_log.pt"))
+            torch.save(self.state, os.path.join(apath, "loss.pt"))
+        def load(self, apath):
+            self.log = torch.load(os.path.join(apath, "loss_log.pt"))
+            self.state = torch.load(os.path.join(apath, "loss.pt"))
+    """
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("self.log[:, 0].numpy()", [14]),  # read with .numpy(): the log is a CPU tensor, so is its file
+    ("self.log.data.numpy()", [14]),
+    ("self.log.cpu().numpy()", [13, 14]),  # says nothing of where the log lives
+    ("self.state.numpy()", [13]),  # another attribute read with .numpy(): that one's file
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_an_attribute_read_with_numpy_is_saved_from_the_cpu(read, reported, full):
+    assert _in(_CLASS_LOG.replace("{read}", read), "loss.py", full) == reported

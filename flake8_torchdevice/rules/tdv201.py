@@ -100,7 +100,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       A library module whose demo `__main__` uses a GPU loses its library loads this way;
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
-    - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to;
+    - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to,
+      or an attribute it reads with `.numpy()` elsewhere (`torch.save(self.log, "loss_log.pt")` beside
+      `self.log[:, i].numpy()`: a CUDA tensor would fail there, so the log and its file are on the CPU);
     - a file named per process (its rank in the path: `"queue" + str(args.rank) + ".pth"`, also through a name or a
       `self` attribute built from it) that this module also writes with `torch.save` to the same path expression:
       each process reads back what it wrote from the GPU it loads onto. One file shared by all ranks is reported;
@@ -190,6 +192,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._classes: list[_ClassFrame] = []
         self._loads: list[_Load] = []  # waiting for the module's end: the evidence is file-wide
         self._cpu_saved_names: set[str] = set()  # file-name literals this module saves CPU values to
+        # ``self.log`` read with ``.numpy()`` somewhere (``self.log[:, i].numpy()``): a CPU tensor, as a CUDA
+        # one fails there; and the file names each ``self.<attr>`` is saved to (``torch.save(self.log, p)``)
+        self._numpy_attributes: set[str] = set()
+        self._saved_attributes: list[tuple[str, set]] = []
         self._cuda_bodies = MarkedBlocks()  # ``if torch.cuda.is_available():`` bodies and the like
         # Per function (the module's code first, never set: a script's ``.cuda()`` may be
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
@@ -245,6 +251,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def leave_Module(self, node: cst.Module) -> None:
         # Only now is the whole module known: does it meet machines without the saving GPU?
+        for attribute, names in self._saved_attributes:
+            if attribute in self._numpy_attributes:
+                self._cpu_saved_names |= names  # a class saving its CPU log or statistics
         for load in self._loads:
             if id(load.call) in self._tensorless_loads:
                 continue  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
@@ -340,6 +349,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self._tensorless_loads.add(id(node.func.value))  # visited before the load it reads
         elif _is_method(node, "numpy"):
             self._note_cpu_contents(node.func.value)
+            attribute = _self_attribute_read(node.func.value)
+            if attribute is not None:
+                self._numpy_attributes.add(attribute)
         if _is_method(node, "load_state_dict") and _NUMBERS_ONLY.search(last_name(node.func.value) or "") \
                 and node.args and isinstance(node.args[0].value, cst.Call):
             self._tensorless_loads.add(id(node.args[0].value))  # ``scheduler.load_state_dict(torch.load(f))``
@@ -349,6 +361,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
             if value is not None and path is not None and _is_cpu_value(value.value):
                 self._cpu_saved_names |= self._path_names(self.opened_path(path.value))
+            elif value is not None and path is not None and _is_self_attribute(value.value):
+                names = self._path_names(self.opened_path(path.value))
+                self._saved_attributes.append((value.value.attr.value, names))
             if path is not None:
                 self._saved_files.add(self.file_key(node, 1))
         self.note_session_save(node, name in TORCH_SAVES)
@@ -488,6 +503,13 @@ def _names_rng_state(path: cst.BaseExpression) -> bool:
 
 # A process's rank among those of one job (``rank``, ``args.local_rank``, ``dist.get_rank()``).
 _RANK = re.compile(r"(?:^|_)rank$", re.I)
+
+
+def _self_attribute_read(expr: cst.BaseExpression) -> Optional[str]:
+    """``self.log`` in ``self.log``, ``self.log[:, i]``, ``self.log.data``: the attribute read."""
+    while isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and expr.attr.value == "data"):
+        expr = expr.value
+    return expr.attr.value if _is_self_attribute(expr) else None
 
 
 def _is_self_attribute(node: cst.CSTNode) -> bool:
