@@ -428,6 +428,10 @@ def test_tdv201_a_launcher_of_one_process_per_gpu_is_evidence(launcher, reported
     ('"XPU:0"', '"xpu:0"'),
     ('"gpu:%d" % rank', None),  # templates are reported without a fix
     ('f"GPU:{rank}"', None),
+    ('"cpu "', '"cpu"'),  # a space: torch rejects the whole string
+    ('"cuda: 0"', None),  # the meant "cuda:0" names an ordinal: the author's call
+    ('"gpu: 1"', None),
+    ('f"cuda: {rank}"', None),
 ])
 def test_tdv106_reports_and_fixes_device_strings_torch_cannot_parse(device, fixed):
     source = f"import torch\nrank = 0\nx = torch.ones(2).to({device})\n"
@@ -440,6 +444,7 @@ def test_tdv106_reports_and_fixes_device_strings_torch_cannot_parse(device, fixe
     '"cuda:0"', '"cpu"', '"meta"', '"npu:0"', '"musa"', 'f"{kind}:{rank}"', '"%s:0" % kind', "args.device",
     # torch rejects these too, but no word of the source gives them away cheaply (the rule's page)
     '"cuda:x"', 'f"cuda{rank}"', '"cUDA"',
+    '"npu: 0"',  # a space, in a type a backend registers: no word gives it away
 ])
 def test_tdv106_leaves_parsable_and_unknowable_devices(device):
     source = f"import torch\nkind, rank = 'cpu', 0\nx = torch.zeros(2, device={device})\ny = torch.device({device})\n"

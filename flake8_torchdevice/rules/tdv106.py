@@ -20,6 +20,10 @@ _TYPES = frozenset(
 _COMMON = ("cuda", "cpu", "xpu", "mps", "hpu", "meta", "xla", "ipu")
 _CAPITALISED = frozenset(spelling for kind in _COMMON for spelling in (kind.upper(), kind.capitalize()))
 _GLUED = re.compile(r"(cuda|cpu|xpu|mps|hpu)(\d+)")
+# A space in a device string (``"cuda: 0"``, ``"cpu "``) of these types is reported: each is a
+# word the selection can look for.
+_SPACED_TYPES = frozenset(("cuda", "cpu", "gpu", "mps", "xpu"))
+_SPACED_WORDS = frozenset(f"*{kind}" for kind in _SPACED_TYPES)
 _GLUED_WORDS = frozenset(f"*{kind}{digit}" for kind in ("cuda", "cpu", "xpu", "mps", "hpu") for digit in range(10))
 
 
@@ -32,7 +36,8 @@ class InvalidDeviceType(Rule):
     when it is
     - `gpu` in any case (`"gpu"`, `"gpu:0"`, `"GPU"`): torch calls NVIDIA and AMD GPUs `cuda`;
     - a common type in capitals (`"CUDA"`, `"Cuda"`, `"CPU"`, `"Cpu"`, `"MPS"`, `"XPU"`, ...);
-    - a common type glued to its index (`"cuda0"`, `"cpu1"`).
+    - a common type glued to its index (`"cuda0"`, `"cpu1"`);
+    - a string with a space in it, of the types `cuda`, `cpu`, `gpu`, `mps`, `xpu` (`"cuda: 0"`, `"cpu "`).
 
     The leading text of a template counts when it holds the type: `"gpu:%d" % rank`,
     `"gpu:{}".format(rank)`, `f"gpu:{rank}"`.
@@ -56,7 +61,7 @@ class InvalidDeviceType(Rule):
 
     ## Fix safety
     Safe, for a plain string literal: `"gpu"` becomes `"cuda"`, `"CUDA"` becomes `"cuda"`,
-    `"Cpu"` becomes `"cpu"`, `"cpu1"` becomes `"cpu:1"`. The call always raised, so no working
+    `"Cpu"` becomes `"cpu"`, `"cpu1"` becomes `"cpu:1"`, `"cpu "` becomes `"cpu"`. The call always raised, so no working
     behaviour changes. Templates (f-strings, `%`, `.format`) get no fix, nor does a string whose
     meaning names a CUDA index (`"gpu:1"`, `"cuda0"`): the ordinal it would hard-code is the
     author's choice (TDV401, TDV402).
@@ -78,7 +83,8 @@ class InvalidDeviceType(Rule):
     RuntimeError: Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, privateuseone device type at start of device string: gpu
     ```
 
-    For a type glued to its index: `RuntimeError: Invalid device string: 'cuda0'`.
+    For a type glued to its index: `RuntimeError: Invalid device string: 'cuda0'`; for a space,
+    `RuntimeError: Invalid device string: 'cuda: 0'`.
     """  # noqa: E501 -- quotes torch's error message verbatim
 
     CODE = "TDV106"
@@ -88,7 +94,7 @@ class InvalidDeviceType(Rule):
     FIX = "safe"
     # Every finding is a string holding one of these words, in a device position (``device``,
     # ``.to(``) of the same function or statement.
-    NEEDS = [{"*gpu"} | _CAPITALISED | _GLUED_WORDS, {"device", ".to("}]
+    NEEDS = [{"*gpu"} | _CAPITALISED | _GLUED_WORDS | _SPACED_WORDS, {"device", ".to("}]
     TOGETHER = True
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -150,6 +156,12 @@ def _literal(expr: cst.BaseExpression) -> Optional[str]:
 def _diagnose(text: str, whole: bool) -> tuple[Optional[str], Optional[str]]:
     """Why ``text`` (the whole device string, or the literal start of a template) cannot be a
     device, and the string that was meant; (None, None) when it may be one."""
+    if any(char.isspace() for char in text):
+        meant = "".join(text.split())
+        if meant.partition(":")[0].lower() not in _SPACED_TYPES:
+            return None, None
+        _, corrected = _diagnose(meant, whole)
+        return "a device string holds no spaces", corrected or meant
     kind, colon, index = text.partition(":")
     if kind.lower() == "gpu":
         return 'torch calls a GPU "cuda"', "cuda" + colon + index
