@@ -13,6 +13,7 @@ from flake8_torchdevice.rules.tdv103 import ToArgumentsSwapped
 from flake8_torchdevice.rules.tdv104 import CudaGivenNonCudaDevice
 from flake8_torchdevice.rules.tdv105 import CudaOnlyCallWithChosenDevice
 from flake8_torchdevice.rules.tdv106 import InvalidDeviceType
+from flake8_torchdevice.rules.tdv111 import MoveNotCalled
 from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
 from flake8_torchdevice.rules.tdv202 import OtherLoaderWithoutMapLocation
 
@@ -605,3 +606,28 @@ _CLASS_LOG = """\
 @pytest.mark.parametrize("full", [False, True])
 def test_tdv201_an_attribute_read_with_numpy_is_saved_from_the_cpu(read, reported, full):
     assert _in(_CLASS_LOG.replace("{read}", read), "loss.py", full) == reported
+
+
+@pytest.mark.parametrize("line, fixed", [
+    ("model = model.cpu", "model = model.cpu()"),
+    ("self.net = self.net.cuda", "self.net = self.net.cuda()"),
+    ("net.cuda", "net.cuda()"),  # a statement that does nothing
+    ("nn.Linear(2, 2).cuda", "nn.Linear(2, 2).cuda()"),  # reported once, as a statement and a built module
+    ("wrapped = nn.DataParallel(net).cuda", "wrapped = nn.DataParallel(net).cuda()"),
+    ("ready = net.eval().to", "ready = net.eval().to()"),
+    ("x = torch.zeros(3).cuda", "x = torch.zeros(3).cuda()"),
+])
+def test_tdv111_reports_and_fixes_a_move_named_without_a_call(line, fixed):
+    source = f"import torch\nfrom torch import nn\n\n\ndef f(self, model, net):\n    {line}\n"
+    assert found(source, MoveNotCalled) == [6]
+    assert fix_source(source, unsafe=True) == source.replace(line, fixed)
+
+
+@pytest.mark.parametrize("line", [
+    "use = args.cuda", "if self.cuda:\n        pass", "available = torch.cuda", "torch.cuda",
+    "to_cpu = tensor.cpu", "moved = list(map(torch.Tensor.cpu, batch))", "wants = options().cuda",
+    "model = model.cpu()", "model.cuda()", "run(fn=model.cuda)",
+])
+def test_tdv111_leaves_flags_modules_and_references(line):
+    source = f"import torch\n\n\ndef f(self, args, tensor, batch, model, options, run):\n    {line}\n"
+    assert found(source, MoveNotCalled) == []
