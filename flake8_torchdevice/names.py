@@ -129,10 +129,12 @@ class NameResolver:
         """The module-level classes of this file."""
         return list(self._classes)
 
-    def init_callee(self, name: str, attr: str) -> Optional[str]:
-        """The dotted callee of ``self.<attr> = callee(...)`` in the ``__init__`` of the
-        module-level class ``name`` (None if it has no such assignment). Read from the class's
-        ``ast`` node on the first question: most files never ask."""
+    def init_callees(self, name: str, attr: str) -> Optional[tuple]:
+        """The dotted callees of ``self.<attr> = callee(...)`` in the ``__init__`` of the
+        module-level class ``name``, one per distinct callee (``nn.GRU`` in one branch,
+        ``nn.LSTM`` in another); None if it has no such assignment, or one that is not a
+        call of a named callee. Read from the class's ``ast`` node on the first question:
+        most files never ask."""
         calls = self._layers.get(name)
         if isinstance(calls, ast.ClassDef):
             calls = self._layers[name] = _init_calls(calls)
@@ -246,8 +248,9 @@ def _is_main_test(test: ast.expr) -> bool:
 
 
 def _init_calls(node: ast.ClassDef) -> dict:
-    """``{attr: dotted callee}`` for each ``self.attr = callee(...)`` in the class's
-    ``__init__`` (the layers a module builds; one bound twice is left out)."""
+    """``{attr: (dotted callee, ...)}`` for each ``self.attr = callee(...)`` in the class's
+    ``__init__`` (the layers a module builds, one per branch that builds it); None for an
+    attribute also bound to anything else."""
     calls: dict = {}
     for stmt in node.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and stmt.args.args:
@@ -258,8 +261,9 @@ def _init_calls(node: ast.ClassDef) -> dict:
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                             and target.value.id == me:
                         callee = ast_dotted_name(value.func) if isinstance(value, ast.Call) else None
-                        known = calls.get(target.attr, callee)
-                        calls[target.attr] = callee if known == callee else None
+                        known = calls.get(target.attr, ())
+                        calls[target.attr] = None if callee is None or known is None else \
+                            known + (callee,) * (callee not in known)
     return calls
 
 

@@ -504,6 +504,30 @@ def test_a_cpu_tensor_handed_to_a_weighted_layer_of_the_module():
     assert result.violations[0].message.endswith("pass device=x.device")
 
 
+@pytest.mark.parametrize("other, reported", [
+    ("nn.LSTM(4, 4)", [13]),  # a layer with weights in every branch: a layer
+    ("nn.Dropout(0.1)", []),  # one branch binds a layer without weights: not known to hold any
+    ("make_rnn(kind)", []),  # a callee not known to build a module
+])
+def test_a_layer_built_in_branches_of_init_is_a_layer_when_every_branch_builds_one(other, reported):
+    source = f"""
+    import torch
+    from torch import nn
+    class LM(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            if kind == "GRU":
+                self.rnn = nn.GRU(4, 4)
+            else:
+                self.rnn = {other}
+
+        def forward(self, x):
+            h0 = torch.zeros(1, x.shape[1], 4)
+            return self.rnn(x, h0)
+    """
+    assert tdv504(source) == reported
+
+
 def test_a_tensor_made_where_cuda_is_missing_meets_nothing_on_a_gpu():
     source = """
     import torch

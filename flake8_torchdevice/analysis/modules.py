@@ -66,9 +66,11 @@ def is_layer_attribute(names, class_name: Optional[str], attr: str) -> bool:
     Its ``__init__`` (or a base's of this file) binds it to a torch.nn layer that holds
     some (``layers.py``: ``nn.Embedding(...)``, ``nn.Embedding.from_pretrained(...)``, a
     container) or to a module class of this file."""
-    callee = _init_callee(names, class_name, attr, set()) if class_name else None
-    if callee is None:
-        return False
+    callees = _init_callees(names, class_name, attr, set()) if class_name else None
+    return bool(callees) and all(_is_stateful(names, callee) for callee in callees)
+
+
+def _is_stateful(names, callee: str) -> bool:
     qualified = names.resolve_dotted(callee)
     if qualified is None:
         return _local_kind(names, callee, set()) == "module"
@@ -78,17 +80,17 @@ def is_layer_attribute(names, class_name: Optional[str], attr: str) -> bool:
     return layer_state(qualified) == "module"
 
 
-def _init_callee(names, class_name: str, attr: str, seen: set) -> Optional[str]:
+def _init_callees(names, class_name: str, attr: str, seen: set) -> Optional[tuple]:
     if class_name in seen:
         return None
     seen.add(class_name)
-    callee = names.init_callee(class_name, attr)
-    if callee is not None:
-        return callee
+    callees = names.init_callees(class_name, attr)
+    if callees is not None:
+        return callees
     for base in names.local_bases(class_name):
-        callee = _init_callee(names, base, attr, seen)
-        if callee is not None:
-            return callee
+        callees = _init_callees(names, base, attr, seen)
+        if callees is not None:
+            return callees
     return None
 
 

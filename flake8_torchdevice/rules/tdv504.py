@@ -30,7 +30,7 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     `(h0, c0)`): a layer its `__init__` (or a base class's, in this file) builds from a
     `torch.nn` class that holds state (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
     norms, attention, transformer layers, containers) or from a module class of the same
-    file; or a
+    file, in every branch that binds it (`nn.GRU` under one option, `nn.LSTM` under another); or a
     layer the forward takes from `self` and runs on the input: a loop over one
     (`for layer in self.rnns: out, _ = layer(out, hidden)`, also through
     `zip`/`enumerate`/`reversed`) or an item (`self.rnns[i](out, hidden)`). `Variable(t)` is `t`.
