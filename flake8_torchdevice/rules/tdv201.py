@@ -388,8 +388,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if path is not None and _names_rng_state(path):
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
         names = self._path_names(path) if path is not None else set()
-        load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1])
-        load.function = self._functions[0] if self._functions and not self._classes else None
+        function = self._functions[0] if self._functions and not self._classes else None
+        load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1], function)
         if path is not None and self._per_process(path):
             load.rank_file = self.file_key(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
@@ -528,14 +528,14 @@ class _GpuNeed:
 
 class _Load:
     def __init__(self, call: cst.Call, statement: Optional[int], caller_path: bool, names: set,
-                 need: _GpuNeed) -> None:
+                 need: _GpuNeed, function: Optional[str]) -> None:
         self.call = call
         self.need = need  # its function's: known once the function is walked
         self.statement = statement
         self.caller_path = caller_path  # a library function loading what its caller names
         self.names = names  # the file-name literals of its path
         self.rank_file: Optional[tuple] = None  # its path, where it names one file per process
-        self.function: Optional[str] = None  # the module-level function it is in
+        self.function = function  # the module-level function it is in (None: a method or module code)
 
 
 class _ClassFrame:
