@@ -159,10 +159,10 @@ class Expressions:
         if base is None:
             return None
         if base.kind == BATCH:
-            stored = base.loop.stored
+            stored = base.loop.stored  # empty unless a store rebound an element: then compare keys
             if ANY_KEY in stored:
                 return None
-            key = _element_key(expr)
+            key = _element_key(expr) if stored else None
             return stored[key] if key in stored else self.element(base, code_of(expr))
         if base.kind == SIBLING:
             base.evidence = True  # indexed: a tensor or a sequence; see evidence in use
