@@ -265,7 +265,9 @@ def alias_words(tree: ast.Module, wanted: set[str]) -> set[str]:
     found: set[str] = set()
     todo = set(wanted)
     while todo:
-        new = {name for name, parts in bindings if parts & todo and name not in found and name not in wanted}
+        # An alias may share its target's name (``autocast = torch.cuda.amp.autocast``): the plain
+        # name is then a word of its own, where the group only had the attribute (``.autocast``).
+        new = {name for name, parts in bindings if parts & todo and name not in found}
         found |= new
         todo = new
     return found

@@ -62,6 +62,38 @@ def test_a_method_rebinding_the_attribute_wins_over_init():
     assert codes(source) == []
 
 
+AGENT = (
+    "class Agent{name}:\n{default}    def __init__(self, policy, flag):\n        self.policy = policy.cuda()\n{before}"
+    "        if flag:\n            self.state = torch.zeros(2, 4)\n{orelse}\n"
+    "    def act(self, obs):\n        return self.policy(obs, self.state)\n"
+)
+
+
+def test_an_attribute_init_makes_on_one_path_only_is_what_that_path_made():
+    # On the other path the attribute does not exist: wherever it is read, it is the CPU tensor.
+    source = AGENT.format(name="", default="", before="", orelse="")
+    assert codes(source) == [("TDV601", 11)]
+
+
+@pytest.mark.parametrize("default, before, orelse", [
+    ("    state = None\n", "", ""),  # a class attribute it falls back to
+    ("", "        self.state = make_state()\n", ""),  # bound before the if to something unknown
+    ("", "", "        else:\n            self.state = make_state()\n"),  # bound on the other path too
+])
+def test_an_attribute_with_another_binding_stays_unknown(default, before, orelse):
+    assert codes(AGENT.format(name="", default=default, before=before, orelse=orelse)) == []
+
+
+def test_a_name_bound_on_one_path_only_outside_init_stays_unknown():
+    # Only ``__init__``'s attributes: a method's ``self.x`` may exist from ``__init__`` on the other path.
+    source = (
+        "class Agent:\n    def __init__(self, policy):\n        self.policy = policy.cuda()\n\n"
+        "    def act(self, obs, flag):\n        if flag:\n            self.state = torch.zeros(2, 4)\n"
+        "        return self.policy(obs, self.state)\n"
+    )
+    assert codes(source) == []
+
+
 def test_pairwise_moves_make_a_loader_of_placed_tensors():
     source = (
         "def f(a, b):\n    model = nn.Linear(2, 2).cuda()\n    a, b = a.cuda(), b.cuda()\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules.tdv108 import CudaDefaultDevice
 
@@ -199,4 +201,37 @@ def test_only_the_switch_and_names_bound_to_it_test_it():
             model.cuda()
         return model
     """
+    assert found(source) == []
+
+
+STORED = """
+import torch
+class Loss(torch.nn.Module):
+    def __init__(self, use_gpu=True):
+        super().__init__()
+        self.use_gpu = use_gpu
+    def forward(self, x, t):
+{body}        return (x - t).sum()
+"""
+
+
+def test_a_switch_init_stores_is_reported_where_another_method_turns_cuda_on_with_it():
+    body = "        if self.use_gpu:\n            t = t.cuda()\n"
+    assert found(STORED.format(body=body)) == [(4, 31)]
+
+
+@pytest.mark.parametrize("body", [
+    "        if self.use_gpu and torch.cuda.is_available():\n            t = t.cuda()\n",  # it asks
+    "        x = x.cuda()\n        if self.use_gpu:\n            t = t.cuda()\n",  # CUDA code anyway
+    "        if self.other:\n            t = t.cuda()\n",  # another attribute
+    "        t = t.to(x.device)\n",  # the switch turns nothing on
+])
+def test_a_stored_switch_that_turns_nothing_on_by_itself_is_left_alone(body):
+    assert found(STORED.format(body=body)) == []
+
+
+def test_a_stored_switch_tested_only_in_a_method_named_for_cuda_is_left_alone():
+    source = STORED.format(body="").replace(
+        "    def forward", "    def to_cuda(self, t):\n        if self.use_gpu:\n            return t.cuda()\n"
+        "    def forward")
     assert found(source) == []

@@ -253,6 +253,20 @@ def test_aliases_follow_the_resolvers_bindings_to_a_fixpoint():
     assert words.alias_words(ast.parse(source), {"load", "cuda"}) == {"tl", "f", "g", "tc"}
 
 
+def test_an_alias_named_as_its_target_is_a_word_of_its_own():
+    # ``autocast = torch.cuda.amp.autocast`` (in a ``try``, a fallback class in its ``except``): the
+    # plain ``autocast(...)`` of a method is TDV701's ``.autocast``, and run alone the rule once
+    # parsed no method for it.
+    source = (
+        "import torch\ntry:\n    autocast = torch.cuda.amp.autocast\nexcept AttributeError:\n"
+        "    class autocast:\n        pass\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        with autocast(enabled=True):\n            return x\n"
+    )
+    assert words.alias_words(ast.parse(source), {"autocast"}) == {"autocast"}
+    assert differences(source) == []
+    assert findings(source, [RULES_BY_CODE["TDV701"]]) == [(11, 13, "TDV701")]
+
+
 def test_an_alias_call_far_from_its_import_is_found():
     source = "from torch import load as restore\n" + "\n" * 50 + "def f(p):\n    return restore(p)\n"
     assert findings(source) == [(53, 11, "TDV201")] == findings(source, full=True)
@@ -318,6 +332,23 @@ def test_a_flow_rule_finds_a_cpu_destination_named_by_a_variable():
     )
     rule = [RULES_BY_CODE["TDV601"]]
     assert findings(source, rule) == [(11, 11, "TDV601")] == findings(source, rule, full=True)
+
+
+@pytest.mark.parametrize("made", [
+    "        self.state = torch.zeros(2, 4)\n",
+    "        if flag:\n            self.state = torch.zeros(2, 4)\n",  # made on one path only
+])
+def test_a_method_without_words_reading_init_facts_is_kept_for_the_flow(made):
+    # ``act`` holds no word of TDV601: it meets what ``__init__`` proves (a placed policy, a CPU
+    # state). Run alone, the rule must parse it as the whole-file run does (it once did not).
+    source = (
+        "import torch\n\n\nclass Agent:\n    def __init__(self, policy, flag):\n"
+        "        self.policy = policy.cuda()\n" + made + "\n    def act(self, obs):\n"
+        "        return self.policy(obs, self.state)\n"
+    )
+    line = 11 if "if flag" in made else 10
+    assert differences(source) == []
+    assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(line, 15, "TDV601")]
 
 
 def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():

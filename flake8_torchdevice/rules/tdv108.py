@@ -26,9 +26,10 @@ _NOT_PLACING = frozenset({
 
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 99 of 107 findings true or latent (93%) over
-    the held-out batches v2-v34 with the rules of 2026-12-01 (2 of 5 at v34's first read: a CUDA-only
-    project's defaults); 49 of 50 (98%) over v2-v22 (none in v18, v20, v21 or v22); at its first
+    r"""**On by default.** Precision on held-out user code: 109 of 119 findings true or latent (92%) over
+    the held-out batches v2-v38 with the rules of 2026-12-02 (the switch `__init__` stores for another
+    method, at its first read: 7 of 8); 99 of 107 (93%) over v2-v34 with the rules of 2026-12-01 (2 of 5
+    at v34's first read: a CUDA-only project's defaults); 49 of 50 (98%) over v2-v22 (none in v18, v20, v21 or v22); at its first
     reads 49 of 56 in v2-v15, 0 of 3 in v16, 1 of 1 in v17, 3 of 3 in v19 (84%). The
     classes of those false ones (`impl="cuda"`, a kernel choice; a device only compared; a CUDA-only
     script's defaults) are no longer reported (docs/precision.md). The switch on by default
@@ -47,7 +48,10 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     in an `and`, also through a name or `self` attribute the function binds to it: `self.cuda =
     cuda; if self.cuda: self.model.cuda()`) whose body calls `.cuda()` or places on a literal
     CUDA device, or of a conditional expression whose true side is a CUDA device (`"cuda" if gpu
-    else "cpu"`).
+    else "cpu"`). A constructor's switch that `__init__` only stores (`self.use_gpu = use_gpu`) is
+    flagged when another method of the class turns CUDA on with the stored attribute the same way
+    (`if self.use_gpu: targets = targets.cuda()` in `forward`), without asking torch for CUDA and
+    without placing on CUDA unconditionally itself.
 
     ## Why is this bad?
     The default is the device every caller gets unless it passes another, and it is one that a
@@ -138,15 +142,28 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
         super().__init__(context)
         self._defaults: list[tuple[cst.Param, object]] = []
         self._cuda_classes = 0  # open classes named for CUDA
+        self._classes: list[_ClassSwitches] = []  # per open class: its ``__init__``'s stored switches
         self._script = False  # ``if __name__ == "__main__":``
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)
         self._cuda_classes += bool(CUDA_WORD.search(node.name.value))
+        self._classes.append(_ClassSwitches())
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         super().leave_ClassDef(node)
         self._cuda_classes -= bool(CUDA_WORD.search(node.name.value))
+        switches = self._classes.pop().switches
+        members = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        methods = [member for member in members if isinstance(member, cst.FunctionDef)
+                   and member.name.value != "__init__" and not CUDA_WORD.search(member.name.value)]
+        for param, statement, attributes in switches:
+            # Another method turns CUDA on with the stored switch, without asking torch for CUDA
+            # itself and without needing CUDA whatever the switch says.
+            if any(_turns_cuda_on(method.body, attributes, self.names)
+                   and not _asks_cuda(method.body, self.names)
+                   and not _places_unconditionally(method.body, self.names) for method in methods):
+                self._defaults.append((param, statement))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)  # CudaGuards: a def named for CUDA, skipped without it, a test
@@ -181,8 +198,15 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
         if _asks_cuda(node.body, self.names) or _places_unconditionally(node.body, self.names):
             return  # it decides for itself, or it needs CUDA whatever the switch says
         for param in switches:
-            if _turns_cuda_on(node.body, param.name.value, self.names):
+            aliases = _aliases(node.body, param.name.value)
+            if _turns_cuda_on(node.body, aliases, self.names):
                 self._defaults.append((param, self.context.statement))
+            elif self._classes and node.name.value == "__init__":
+                # ``self.use_gpu = use_gpu`` here, ``if self.use_gpu: loc_t = loc_t.cuda()`` in
+                # ``forward``: decided at the class's end, once its methods are seen
+                attributes = {alias for alias in aliases if alias.startswith("self.")}
+                if attributes:
+                    self._classes[-1].switches.append((param, self.context.statement, attributes))
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
@@ -198,6 +222,12 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
         for param, statement in self._defaults:
             message = self.MESSAGE if cuda_literal(param.default, self.names) else self.SWITCH
             self.report(param.default, message.format(name=param.name.value), statement=statement)
+
+
+class _ClassSwitches:
+    def __init__(self) -> None:
+        # (parameter, statement, the ``self`` attributes ``__init__`` binds to it)
+        self.switches: list[tuple] = []
 
 
 def _cuda_file(filename: Optional[str]) -> bool:
@@ -255,14 +285,19 @@ def _asks_cuda(body: cst.BaseSuite, names) -> bool:
     return any(isinstance(node, cst.Call) and names.qualify(node.func) in _ASKS for node in subtree(body))
 
 
-def _turns_cuda_on(body: cst.BaseSuite, switch: str, names) -> bool:
-    """The switch (or a name or ``self`` attribute the body binds to it) is the test of an ``if``
-    whose body places on CUDA (``.cuda()``, a literal CUDA device), or picks the CUDA side of a
-    conditional expression (``"cuda" if cuda else "cpu"``)."""
+def _aliases(body: cst.BaseSuite, switch: str) -> set[str]:
+    """The switch and the names and ``self`` attributes the body binds to it (``self.cuda = cuda``)."""
     aliases = {switch}
     for node in subtree(body):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == switch:
             aliases.update(filter(None, (dotted_name(target.target) for target in node.targets)))
+    return aliases
+
+
+def _turns_cuda_on(body: cst.BaseSuite, aliases: set[str], names) -> bool:
+    """A name of the switch (``_aliases``) is the test of an ``if`` whose body places on CUDA
+    (``.cuda()``, a literal CUDA device), or picks the CUDA side of a conditional expression
+    (``"cuda" if cuda else "cpu"``)."""
     for node in subtree(body):
         if isinstance(node, cst.If) and _tests(node.test, aliases):
             if any(_places_on_cuda(part, names) for part in subtree(node.body)):

@@ -22,7 +22,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     function declares `global`, which it may rebind), a
     top-level function what the module's own calls give it (`summarize(model)` after
     `model = Net().to(device)`: its parameter `model` is placed), a method what its
-    class's `__init__` proves of `self.x` (`self.model = Net().to(device)`), what another method
+    class's `__init__` proves of `self.x` (`self.model = Net().to(device)`; also an attribute it makes
+    on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not
+    exist on the other), what another method
     of its class that moves something calls it with (`self.score(out)`) and what one returns to
     such a method when every return of it is placed (not in a `torch.nn` module); a list that only
     placed values are appended to concatenates to a placed tensor:

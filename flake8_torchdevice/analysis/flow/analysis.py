@@ -118,6 +118,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
         self.enumerated: set[str] = set()  # those of them that yield (i, batch): ``tqdm(enumerate(loader))``
+        self.attributes_bound: set[str] = set()  # ``self.x`` keys this walk has bound (``if_`` in ``__init__``)
         self._node = node
         self._module_params: Optional[set[str]] = None  # read on the first question: most scopes never ask
         # What the file proves before this scope starts (``start_file`` made ``_flow_facts``

@@ -23,6 +23,7 @@ class Expressions:
         if key is not None:
             if isinstance(target, cst.Attribute):
                 self.ev(target.value, env)
+                self.attributes_bound.add(key)  # ``self.x``: bound from here on, whatever it holds
             if value is None:
                 env[key] = BOUND
             elif value.kind in (CPU, PLACED):

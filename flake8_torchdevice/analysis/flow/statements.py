@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from typing import Optional
+
 from ..._lazy import cst
 from ..code import code_of, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .arrays import converts_stored
-from .facts import is_main_guard, key_of
+from .facts import SELF, is_main_guard, key_of
 from .layers import is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, NUMPY, OBJECT, PLACED, Value, combined, merge
 
@@ -145,6 +148,11 @@ class Statements:
 
     def if_(self, node: cst.If, env: dict) -> None:
         self.ev(node.test, env)
+        # In ``__init__``: the attributes bound before this ``if`` (those bound on one path only
+        # exist only there, see ``_keep_attributes_of_one_path``).
+        in_init = self.scope == "__init__" and self.cls is not None
+        defaults = _class_attributes(self.names, self.cls) if in_init else None
+        bound = None if defaults is None else defaults | self.attributes_bound
         if self.index is not None and node.orelse is None and is_main_guard(node.test):
             self.block(body_of(node.body), env)  # the script's run: what it binds, the functions see
             return
@@ -166,6 +174,8 @@ class Statements:
         elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names) and not _several_gpus(node.test):
             _gpu_path_wins(env, body_env, else_env)
         merged = merge(body_env, else_env)
+        if bound is not None:
+            _keep_attributes_of_one_path(bound, body_env, else_env, merged)
         env.clear()
         env.update(merged)
 
@@ -205,6 +215,33 @@ def _gpu_path_wins(before: dict, body: dict, other: dict) -> None:
                 other[name] = body[name]
             else:
                 other.pop(name, None)
+
+
+def _keep_attributes_of_one_path(bound: set, body: dict, other: dict, merged: dict) -> None:
+    """``if self.model.recurrent: self.memories = torch.zeros(n, size)`` in ``__init__``, no other
+    binding before it nor in the class body: on the other path the attribute does not exist (reading
+    it raises ``AttributeError``), so wherever it is read it holds what this path bound."""
+    for one, two in ((body, other), (other, body)):
+        for key, value in one.items():
+            if key.startswith(SELF) and key not in bound and key not in two and key not in merged \
+                    and value is not BOUND and value.kind in (CPU, PLACED, MOVED):
+                merged[key] = value
+
+
+def _class_attributes(names, cls: "cst.ClassDef") -> Optional[set]:
+    """``self.<name>`` for each name the class body binds (``memories = None``): a default the
+    attribute falls back to where ``__init__`` does not bind it. Read from the file's ``ast`` (the
+    engine may not parse a class body's plain assignments); None for a class defined elsewhere
+    than at module level, or twice."""
+    node = names.definition(cls.name.value)
+    if not isinstance(node, ast.ClassDef):
+        return None
+    found = set()
+    for statement in node.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else \
+            [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else []
+        found.update(SELF + n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name))
+    return found
 
 
 def _several_gpus(test) -> bool:
