@@ -84,6 +84,10 @@ class Result:
     found_by: list = field(default_factory=list)  # default codes reported at the fix
     found_by_any: list = field(default_factory=list)  # any code, opt-in ones too
     disappeared: list = field(default_factory=list)  # (line, code) reported before, gone after
+    # (line, code) of a default code's finding farther from the fix that the fix removes too: the
+    # mistake reported where it shows (``vgg(x)``) rather than where it was mended (``x.to(device)``).
+    # A secondary figure; ``found_by`` alone is what this page calls found.
+    gone_elsewhere: list = field(default_factory=list)
     error: Optional[str] = None
 
 
@@ -173,6 +177,8 @@ def evaluate(fix: Fix, default_codes: set) -> Result:
             left[key] -= 1
         elif near(line, ranges):
             result.disappeared.append((line, code))
+        elif code in default_codes:
+            result.gone_elsewhere.append((line, code))
     return result
 
 
@@ -193,6 +199,7 @@ def summary(results: Sequence[Result], split: Optional[str]) -> dict:
         "visible": len(visible),
         "found_default": sum(1 for r in visible if r.found_by),
         "found_any": sum(1 for r in visible if r.found_by_any),
+        "found_elsewhere": sum(1 for r in visible if not r.found_by and r.gone_elsewhere),
         "errors": [f"{r.fix.id}: {r.error}" for r in chosen if r.error],
         "classes": {k: (sum(1 for r in v if r.found_by), sum(1 for r in v if r.found_by_any), len(v))
                     for k, v in sorted(by_class.items())},
@@ -208,7 +215,8 @@ def print_report(results: Sequence[Result]) -> None:
         s = summary(results, split)
         print(f"== {s['split']}: {s['fixes']} fixes, {s['visible']} visible in the file alone; "
               f"default codes find {s['found_default']} ({_pct(s['found_default'], s['visible'])}), "
-              f"all codes {s['found_any']} ({_pct(s['found_any'], s['visible'])})")
+              f"all codes {s['found_any']} ({_pct(s['found_any'], s['visible'])}); missed at the fix but "
+              f"reported elsewhere and gone after it: {s['found_elsewhere']}")
         for klass, (default, any_code, total) in s["classes"].items():
             print(f"   {klass:34s} default {default}/{total}   all codes {any_code}/{total}")
         for error in s["errors"]:
@@ -218,6 +226,8 @@ def print_report(results: Sequence[Result]) -> None:
         verdict = "ERROR" if r.error else ("found " + ",".join(r.found_by)) if r.found_by else (
             f"opt-in only {','.join(r.found_by_any)}" if r.found_by_any else "missed")
         gone = f"; gone after the fix: {', '.join(f'{c}@{n}' for n, c in r.disappeared)}" if r.disappeared else ""
+        if r.gone_elsewhere:
+            gone += f"; gone after the fix, away from it: {', '.join(f'{c}@{n}' for n, c in r.gone_elsewhere)}"
         print(f"  [{r.fix.split:7s} {'visible' if r.fix.visible else 'needs another file'}] {r.fix.id} "
               f"({r.fix.klass}) lines {r.lines}: {verdict}{gone}")
 

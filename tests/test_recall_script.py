@@ -51,6 +51,28 @@ def test_a_fix_is_found_at_its_lines_and_its_finding_disappears(tmp_path, monkey
     assert (s["visible"], s["found_default"], s["classes"]) == (1, 1, {"load-without-map-location": (1, 1, 1)})
 
 
+def test_a_finding_the_fix_removes_away_from_its_lines_is_counted_apart(tmp_path, monkeypatch):
+    # The fix changes line 3; the finding it removes is at line 10: not found at the fix, and listed
+    # as gone elsewhere (the secondary figure), for default codes only.
+    work = tmp_path / "mirrors" / "someone+script" / "repo"
+    work.mkdir(parents=True)
+    git("init", "-q", cwd=work)
+    before = 'import torch\n\nDEVICE = "cuda" if torch.cuda.is_available() else "cpu"\n' + "\n" * 5 + (
+        'def restore():\n    return torch.load("model.pt")\n')
+    (work / "run.py").write_text(before, encoding="utf-8")
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "first", cwd=work)
+    (work / "run.py").write_text(before.replace('"cuda" if torch.cuda.is_available() else "cpu"', '"cuda"'))
+    git("commit", "-qam", "second", cwd=work)
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
+    fix = R.Fix("someone/script", git("rev-parse", "HEAD", cwd=work), "run.py", "k", True, "tune", "")
+    result = R.evaluate(fix, default_codes={"TDV201"})
+    assert result.lines == [(3, 3)] and result.before == [(10, "TDV201")] and result.after == []
+    assert result.found_by == [] and result.gone_elsewhere == [(10, "TDV201")]
+    assert R.summary([result], None)["found_elsewhere"] == 1
+    assert R.evaluate(fix, default_codes=set()).gone_elsewhere == []
+
+
 def test_an_insertion_counts_the_lines_around_it():
     assert R.changed_lines("@@ -12,0 +13,2 @@\n@@ -20,2 +22 @@\n") == [(12, 13), (20, 21)]
     assert R.near(16, [(12, 13)]) and not R.near(17, [(12, 13)])
