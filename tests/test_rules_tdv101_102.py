@@ -32,6 +32,20 @@ def test_selection_never_hides_a_finding(rule, path):
 # -- TDV101 ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("needs", [
+    "torch.cuda.current_device()", "torch.cuda.get_device_name(0)", "print(torch.cuda.get_device_properties(0))",
+    "x = torch.ones(3).cuda(0)",  # a literal ordinal: x.to("cuda:0") spelt as .cuda
+])
+def test_code_that_needs_cuda_anyway_breaks_no_choice_with_its_cuda_calls(needs):
+    # A notebook's GPU chapter asks CUDA questions first (they raise without CUDA), then shows both
+    # .cuda() and the fallback choice: its .cuda() breaks nothing the code could run without.
+    source = f"import torch\n{needs}\ny = torch.ones(3).cuda()\ndevice = 'cuda' if torch.cuda.is_available() " \
+             "else 'cpu'\nz = torch.ones(3).to(device)\n"
+    assert found(source) == []
+    guarded = source.replace(needs, f"if torch.cuda.is_available():\n    {needs}")
+    assert found(guarded) == [(4, "TDV101")]
+
+
 def test_rule_runs_only_where_cuda_meets_a_device_choice_or_a_cuda_check():
     # ``*cuda``: the code's own GPU switch (``if self.cuda:``, ``use_cuda``) is a CUDA check's stand-in.
     assert CudaMixedWithToDevice.GROUPS == (

@@ -348,12 +348,28 @@ class DeviceChoice(AssignmentBindings):
 
     def _note_literal_cuda(self, call: cst.Call) -> None:
         """``x.to("cuda")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)``
-        with ``dev`` a literal CUDA device: this scope needs CUDA anyway."""
+        with ``dev`` a literal CUDA device, ``x.cuda(0)`` (a literal ordinal), or a question only
+        CUDA answers (``torch.cuda.current_device()``, ``get_device_name(0)``): this scope needs
+        CUDA anyway."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and call.args \
+                and isinstance(call.args[0].value, cst.Integer) and call.args[0].keyword is None:
+            self.device_scope.literal_cuda.append(None)
+        elif (self.names.qualify(func) or "") in CUDA_ONLY_QUERIES:
+            self.device_scope.literal_cuda.append(None)
         for target in device_targets(call):
             if literal_first_cuda(target, self.names):
                 self.device_scope.literal_cuda.append(None)
             elif isinstance(target, cst.Name) and is_device_name(target):
                 self.device_scope.literal_cuda.append(target.value)
+
+
+# ``torch.cuda`` questions that initialise CUDA and raise without it (measured on a CPU build: "Torch not
+# compiled with CUDA enabled"; "No CUDA GPUs are available" on a CUDA build without a GPU).
+CUDA_ONLY_QUERIES = frozenset(
+    f"torch.cuda.{name}" for name in ("current_device", "get_device_name", "get_device_properties",
+                                      "get_device_capability")
+)
 
 
 # Words of a flag that says where data is kept, not whether the code runs without a GPU.
