@@ -355,7 +355,8 @@ class DeviceChoice(AssignmentBindings):
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and call.args \
                 and isinstance(call.args[0].value, cst.Integer) and call.args[0].keyword is None:
             self.device_scope.literal_cuda.append(None)
-        elif (self.names.qualify(func) or "") in CUDA_ONLY_QUERIES:
+        elif isinstance(func, cst.Attribute) and func.attr.value in _QUERY_NAMES \
+                and self.names.qualify(func) in CUDA_ONLY_QUERIES:  # the name first: qualify is not free
             self.device_scope.literal_cuda.append(None)
         for target in device_targets(call):
             if literal_first_cuda(target, self.names):
@@ -366,10 +367,8 @@ class DeviceChoice(AssignmentBindings):
 
 # ``torch.cuda`` questions that initialise CUDA and raise without it (measured on a CPU build: "Torch not
 # compiled with CUDA enabled"; "No CUDA GPUs are available" on a CUDA build without a GPU).
-CUDA_ONLY_QUERIES = frozenset(
-    f"torch.cuda.{name}" for name in ("current_device", "get_device_name", "get_device_properties",
-                                      "get_device_capability")
-)
+_QUERY_NAMES = frozenset(("current_device", "get_device_name", "get_device_properties", "get_device_capability"))
+CUDA_ONLY_QUERIES = frozenset(f"torch.cuda.{name}" for name in _QUERY_NAMES)
 
 
 # Words of a flag that says where data is kept, not whether the code runs without a GPU.
