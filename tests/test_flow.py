@@ -46,12 +46,14 @@ def test_a_placed_tensor_indexed_by_a_cpu_tensor_through_a_method(call):
     assert codes(source) == [("TDV601", 7)]
 
 
-def test_main_block_bindings_reach_the_functions_it_calls():
+@pytest.mark.parametrize("guard", ["__name__ == '__main__'", "'__main__' == __name__"])
+def test_main_block_bindings_reach_the_functions_it_calls(guard):
+    # Either way round: one reading of the guard (analysis.code.is_main_guard) for every rule.
     source = (
-        "def run():\n    return model(torch.ones(1, 2))\n\n\n"
-        "if __name__ == '__main__':\n    model = nn.Linear(2, 2).cuda()\n    run()\n"
+        "def run():\n    return model(sample)\n\n\n"
+        f"if {guard}:\n    model = nn.Linear(2, 2).cuda()\n    sample = torch.ones(1, 2)\n    run()\n"
     )
-    assert codes(source) == [("TDV601", 5)]
+    assert codes(source) == [("TDV601", 5)]  # the CPU sample is known only where the block is the script's run
 
 
 def test_a_method_rebinding_the_attribute_wins_over_init():

@@ -49,6 +49,19 @@ def string_value(node: "cst.CSTNode") -> Optional[str]:
     return None
 
 
+def is_main_guard(test: "cst.BaseExpression") -> bool:
+    """``__name__ == "__main__"`` (either way round; the string's joined parts too): the test of
+    the block that runs a script. The ``ast`` reading of the same test is ``names._is_main_test``."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return any(isinstance(x, cst.Name) and x.value == "__name__" for x in sides) and any(
+        string_value(x) == "__main__" for x in sides
+    )
+
+
 def last_name(expr: "cst.BaseExpression") -> Optional[str]:
     """``c`` for ``a.b.c`` and for ``c``; None for anything else."""
     if isinstance(expr, cst.Attribute):

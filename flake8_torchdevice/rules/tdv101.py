@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.code import param_names, string_value, subtree
+from ..analysis.code import is_main_guard, param_names, subtree
 from ..analysis.devices import (
     DeviceChoice,
     DeviceScope,
@@ -302,7 +302,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
 
     def visit_If(self, node: cst.If) -> None:
         super().visit_If(node)
-        if self._depth == 0 and self._main is None and _is_main_test(node.test):
+        if self._depth == 0 and self._main is None and is_main_guard(node.test):
             self._main = node
 
     def leave_If(self, node: cst.If) -> None:
@@ -478,18 +478,6 @@ class _CudaCall:
     function: Optional[str] = None  # the switchless module-level function it is directly in
     sets_default: bool = False  # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, not a ``.cuda()``
     constructor: bool = False  # ``torch.cuda.FloatTensor(n)``: a CUDA tensor made, not moved
-
-
-def _is_main_test(test: cst.BaseExpression) -> bool:
-    """``__name__ == "__main__"`` (either way round)."""
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    if not isinstance(test.comparisons[0].operator, cst.Equal):
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    return any(isinstance(x, cst.Name) and x.value == "__name__" for x in sides) and any(
-        string_value(x) == "__main__" for x in sides
-    )
 
 
 def _to_device(call: cst.Call, name: str) -> cst.Call:

@@ -17,7 +17,6 @@ import re
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import string_value
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
 
 # Kinds that say where a value lives (a SIBLING, an INPUT or an OBJECT belongs
@@ -137,16 +136,3 @@ def declared_global(source: str) -> set:
     what module code bound them to says nothing in the others. Read from the text, whatever units
     the engine parses."""
     return {name.strip() for match in _GLOBAL.finditer(source) for name in match.group(1).split(",")}
-
-
-def is_main_guard(test) -> bool:
-    """``if __name__ == "__main__":``: the block that runs the script; the
-    functions it calls see what it binds."""
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-        and string_value(test.comparisons[0].comparator) == "__main__"  # joined parts too
-    )

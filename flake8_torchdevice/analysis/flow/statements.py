@@ -6,10 +6,10 @@ import ast
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import code_of, paired_assignment, param_names, string_value, subtree, target_names
+from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .arrays import converts_stored
-from .facts import SELF, is_main_guard, key_of
+from .facts import SELF, key_of
 from .layers import is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, NUMPY, OBJECT, PLACED, Value, combined, merge
 
