@@ -37,7 +37,9 @@ from .analysis.self_calls import follows_self_calls
 from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
-from .selection import CONTEXT, Hit, StatementIndex, compact, lines_to_keep, self_call_partners, statement_start
+from .selection import (
+    CONTEXT, Hit, StatementIndex, compact, init_readers, lines_to_keep, self_call_partners, statement_start,
+)
 
 LOG = logging.getLogger("flake8_torchdevice")
 
@@ -261,7 +263,7 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
     if rule.TOGETHER == DEFINITION:
         hits = _definition_hits(located, needed, rule.SCOPE, index)
         lines = [line for line, _ in hits]
-        partners = self_call_partners(index, lines, scan.follows_self_calls) + _methods_reading_init(index, lines)
+        partners = self_call_partners(index, lines, scan.follows_self_calls) + init_readers(index, lines)
         return hits + [(line, rule.SCOPE) for line in partners]
     by_unit: dict = {}
     for line, number in located:
@@ -317,30 +319,6 @@ def _definitions_reading(index: StatementIndex, names: set) -> list[int]:
         elif isinstance(top.node, ast.ClassDef):
             defs += [m for m in top.node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return [d.lineno for d in defs if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
-
-
-def _methods_reading_init(index: StatementIndex, lines: list) -> list[int]:
-    """The first line of each method of a top-level class whose ``__init__`` holds one of ``lines``
-    that reads an attribute ``__init__`` binds: the flow reads ``self.x`` as ``__init__`` left it
-    (``analysis/flow/facts.py``), so a method without a word of its own (``return
-    self.policy(obs, self.state)``) may report on those facts alone."""
-    found: list[int] = []
-    for top in index.top:
-        node = top.node
-        if not isinstance(node, ast.ClassDef):
-            continue
-        methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        setup = next((m for m in methods if m.name == "__init__"), None)
-        if setup is None or not any(setup.lineno <= line <= setup.end_lineno for line in lines):
-            continue
-        bound = {n.attr for n in ast.walk(setup) if _self_attribute(n) and isinstance(n.ctx, ast.Store)}
-        found += [m.lineno for m in methods if m is not setup
-                  and any(_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
-    return found
-
-
-def _self_attribute(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 _IMPORT = -1  # the key of a module-level import statement's line

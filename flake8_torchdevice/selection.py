@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import bisect
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from .analysis.self_calls import self_call_graph
 from .rule import CLASS, FUNCTION, STATEMENT
@@ -78,6 +78,7 @@ class StatementIndex:
         self._starts = [m.start for m in self.top]
         self.docstring_lines = _docstring_lines(tree)
         self._self_calls: dict = {}
+        self._init_readers: dict = {}
 
     def self_calls(self, node: ast.ClassDef) -> dict:
         """``analysis.self_calls.self_call_graph`` of a top-level class, once per file."""
@@ -85,6 +86,14 @@ class StatementIndex:
         if graph is None:
             graph = self._self_calls[id(node)] = self_call_graph(node, self.lines)
         return graph
+
+    def readers_of_init(self, node: ast.ClassDef) -> Optional[tuple]:
+        """``(__init__, the def lines of the other methods reading an attribute it binds)`` of a
+        top-level class, once per file (every rule that asks reads the same); None without
+        ``__init__``."""
+        if id(node) not in self._init_readers:
+            self._init_readers[id(node)] = _readers_of_init(node)
+        return self._init_readers[id(node)]
 
     def top_at(self, line: int):
         i = bisect.bisect_right(self._starts, line) - 1
@@ -127,6 +136,35 @@ def self_call_partners(index: StatementIndex, lines: list, follows) -> list[int]
                 frontier.append(other)
         found += [methods[name].lineno for name in group - kept]
     return found
+
+
+def init_readers(index: StatementIndex, lines: list) -> list[int]:
+    """The ``def`` line of each method of a top-level class whose ``__init__`` holds one of ``lines``
+    that reads an attribute ``__init__`` binds: the flow reads ``self.x`` as ``__init__`` left it
+    (``analysis/flow/facts.py``), so a method without a word of its own (``return
+    self.policy(obs, self.state)``) may report on those facts alone."""
+    found: list[int] = []
+    for member in index.top:
+        if not isinstance(member.node, ast.ClassDef):
+            continue
+        readers = index.readers_of_init(member.node)
+        if readers is not None and any(readers[0].lineno <= line <= readers[0].end_lineno for line in lines):
+            found += readers[1]
+    return found
+
+
+def _readers_of_init(node: ast.ClassDef) -> Optional[tuple]:
+    methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    setup = next((m for m in methods if m.name == "__init__"), None)
+    if setup is None:
+        return None
+    bound = {n.attr for n in ast.walk(setup) if _self_attribute(n) and isinstance(n.ctx, ast.Store)}
+    return setup, [m.lineno for m in methods if m is not setup
+                   and any(_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
+
+
+def _self_attribute(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:

@@ -13,7 +13,7 @@ from .layers import Layers
 from .loops import Loops
 from .methods import given_by_siblings, returned_by
 from .places import Places
-from .statements import Statements, body_of, params_of
+from .statements import UNREAD, Statements, body_of, params_of
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
 from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, starts_nccl
 
@@ -119,6 +119,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
         self.enumerated: set[str] = set()  # those of them that yield (i, batch): ``tqdm(enumerate(loader))``
         self.attributes_bound: set[str] = set()  # ``self.x`` keys this walk has bound (``if_`` in ``__init__``)
+        self._class_defaults = UNREAD  # in ``__init__``: its class body's attributes (``Statements.class_defaults``)
         self._node = node
         self._module_params: Optional[set[str]] = None  # read on the first question: most scopes never ask
         # What the file proves before this scope starts (``start_file`` made ``_flow_facts``

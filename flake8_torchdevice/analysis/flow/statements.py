@@ -148,14 +148,13 @@ class Statements:
 
     def if_(self, node: cst.If, env: dict) -> None:
         self.ev(node.test, env)
-        # In ``__init__``: the attributes bound before this ``if`` (those bound on one path only
-        # exist only there, see ``_keep_attributes_of_one_path``).
-        in_init = self.scope == "__init__" and self.cls is not None
-        defaults = _class_attributes(self.names, self.cls) if in_init else None
-        bound = None if defaults is None else defaults | self.attributes_bound
         if self.index is not None and node.orelse is None and is_main_guard(node.test):
             self.block(body_of(node.body), env)  # the script's run: what it binds, the functions see
             return
+        # In ``__init__``: the attributes bound before this ``if`` (those bound on one path only
+        # exist only there, see ``_keep_attributes_of_one_path``).
+        defaults = self.class_defaults()
+        bound = None if defaults is None else defaults | self.attributes_bound
         cpu_only = cpu_only_test(node.test, self.names)
         body_env = dict(env)
         self.mute += cpu_only
@@ -178,6 +177,14 @@ class Statements:
             _keep_attributes_of_one_path(bound, body_env, else_env, merged)
         env.clear()
         env.update(merged)
+
+    def class_defaults(self) -> Optional[set]:
+        """In ``__init__``: ``_class_attributes`` of its class, read once per walk; else None."""
+        if self.scope != "__init__" or self.cls is None:
+            return None
+        if self._class_defaults is UNREAD:
+            self._class_defaults = _class_attributes(self.names, self.cls)
+        return self._class_defaults
 
     def loop(self, node, env: dict) -> None:
         """The body is walked once, from the state before the loop: exactly the
@@ -215,6 +222,9 @@ def _gpu_path_wins(before: dict, body: dict, other: dict) -> None:
                 other[name] = body[name]
             else:
                 other.pop(name, None)
+
+
+UNREAD = object()  # ``_Analysis._class_defaults`` before ``class_defaults`` reads them
 
 
 def _keep_attributes_of_one_path(bound: set, body: dict, other: dict, merged: dict) -> None:
