@@ -795,6 +795,8 @@ def test_a_helper_given_a_cpu_tensor_answers_nothing_placed():
     ("flat[1:3] = loss", True),
     ("shaped[i] = loss", False),  # the shape is not written out: rank unknown
     ("g_loss[i] = loss.cpu()", False),
+    ("g_loss[i], count = loss, i", True),  # a paired assignment stores the same way (one reading of a store)
+    ("g_loss[i]: float = loss", True),
 ])
 def test_a_placed_tensor_stored_into_a_numpy_array(store, reported):
     source = (

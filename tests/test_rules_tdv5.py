@@ -638,6 +638,30 @@ def test_passes_device(text, placed):
     assert passes_device(cst.parse_expression(text)) is placed
 
 
+@pytest.mark.parametrize(
+    "text, name, operands, whole",
+    [
+        ("t.sum()", "sum", 0, True),
+        ("t.sum(dtype=torch.float64)", "sum", 0, True),  # a dtype is no dimension
+        ("t.count_nonzero()", "count_nonzero", 0, True),
+        ("t.sum(1)", "sum", 0, False),
+        ("t.max(dim=0)", "max", 0, False),
+        ("torch.max(t)", "max", 1, True),
+        ("torch.max(t, u)", "max", 1, False),  # elementwise of two tensors
+        ("torch.mean(t, axis=1)", "mean", 1, False),
+        ("torch.sum(*parts)", "sum", 1, False),  # unknown operands
+        ("torch.sin(t)", "sin", 1, False),  # no reduction
+    ],
+)
+def test_reduces_all(text, name, operands, whole):
+    """One reading of a whole-tensor reduction (0-dim), for the flow and the factory rules alike."""
+    import libcst as cst
+
+    from flake8_torchdevice.analysis.vocabulary import reduces_all
+
+    assert reduces_all(cst.parse_expression(text), name, operands) is whole
+
+
 # -- selection never drops what the rules report ----------------------------
 def _samples():
     fixtures = sorted((ROOT / "fixtures").glob("TDV50*/*.py"))

@@ -55,10 +55,6 @@ COMBINE_METHODS = frozenset(
 )
 # In-place methods that do not combine devices (copy_ copies across devices).
 NOT_COMBINING_INPLACE = frozenset("copy_ set_ requires_grad_ share_memory_ resize_ resize_as_ fill_ zero_".split())
-# Reductions: over all elements (no dim) they give a 0-dim tensor.
-REDUCTIONS = frozenset(
-    "sum mean prod max min amax amin norm all any median std var logsumexp argmax argmin count_nonzero".split()
-)
 # Methods that can turn a 0-dim tensor into an n-dim one.
 GROWS_DIMS = frozenset(
     "unsqueeze expand expand_as repeat reshape reshape_as broadcast_to flatten repeat_interleave view_as".split()
@@ -149,13 +145,6 @@ def is_tensor_op(qualified: str) -> bool:
     """torch.add, torch.nn.functional.pad, torch.linalg.norm ... (not private helpers)."""
     namespace, _, name = qualified.rpartition(".")
     return namespace in TENSOR_OP_NAMESPACES and not name.startswith("_")
-
-
-def reduces_all(name: str, call: cst.Call, positional: int) -> bool:
-    """``t.sum()`` / ``torch.max(t)``: a reduction over every element is 0-dim."""
-    if name not in REDUCTIONS or positional:
-        return False
-    return not any(arg.keyword is not None and arg.keyword.value in ("dim", "axis") for arg in call.args)
 
 
 def impure(kind):

@@ -32,7 +32,6 @@ from .factory_kinds import (
     is_self_member,
     is_string_index,
     is_tensor_op,
-    reduces_all,
     tagged,
     tensor_arg,
     union_of_roots,
@@ -50,6 +49,7 @@ from .vocabulary import (
     QUALIFIED_FACTORIES,
     factory_name,
     maybe_zero_dim,
+    reduces_all,
 )
 
 
@@ -238,7 +238,7 @@ class FactoryValues:
         positional = [(arg, k) for arg, k in zip(flat_args(call), kinds) if arg.keyword is None]
         cpu = [k for _, k in positional if tagged(k, "C")]
         if cpu and all(tagged(k, "C") or is_literal(arg.value) for arg, k in positional):
-            whole = reduces_all(qualified.rpartition(".")[2], call, positional=len(positional) - 1)
+            whole = reduces_all(call, qualified.rpartition(".")[2], operands=1)
             return ("C", cpu[0][1], whole or all(k[2] for k in cpu))  # torch.sin(cpu) stays on the CPU
         return None
 
@@ -296,7 +296,7 @@ class FactoryValues:
             # methods (sizevars.hint(n), np.sum(x)) may return anything.
             tensors = [k for k in args if tagged(k, "T")] if is_self_member(func.value) else []
             return ("T", union_of_roots(tensors), False) if tensors else None
-        zero = (receiver[2] and method not in GROWS_DIMS) or reduces_all(method, call, positional=len(call.args))
+        zero = (receiver[2] and method not in GROWS_DIMS) or reduces_all(call, method, operands=0)
         return ("C", receiver[1], zero)
 
     def _forced(self, call: cst.Call, receiver):

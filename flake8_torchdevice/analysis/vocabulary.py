@@ -26,6 +26,10 @@ DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 # ``torch.cuda.LongTensor(...)``, builds them on the current GPU, as ``.cuda()`` would place them.
 LEGACY_KINDS = ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
 CUDA_LEGACY_CONSTRUCTORS = frozenset(f"torch.cuda.{kind}Tensor" for kind in LEGACY_KINDS if kind)
+# Reductions: over every element (no dim) they give a 0-dim tensor, which mixes with any device.
+REDUCTIONS = frozenset(
+    "sum mean prod max min amax amin norm all any median std var logsumexp argmax argmin count_nonzero".split()
+)
 # Methods that move a tensor (or leave no tensor) right after it is made.
 MOVED_OR_CONVERTED = frozenset({"to", "type_as", "cuda", "item", "tolist"})
 
@@ -105,3 +109,15 @@ FUNCTIONAL_LOSSES = frozenset(
 )
 # CTC takes its targets and lengths on the CPU (cuDNN's even requires them there).
 CTC_FUNCTIONS = frozenset({"torch.nn.functional.ctc_loss", "torch.ctc_loss"})
+
+
+def reduces_all(call: "cst.Call", name: str, operands: int) -> bool:
+    """``t.sum()`` / ``torch.max(t)``: a reduction over every element is 0-dim. ``operands``: the
+    tensors passed positionally (0 for a method, 1 for torch's function); one more positional
+    argument, or ``dim=`` / ``axis=``, reduces along a dimension."""
+    if name not in REDUCTIONS:
+        return False
+    positional = sum(arg.keyword is None and not arg.star for arg in call.args)
+    if positional != operands or any(arg.star for arg in call.args):
+        return False
+    return not any(arg.keyword is not None and arg.keyword.value in ("dim", "axis") for arg in call.args)

@@ -161,8 +161,7 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
             # Another method turns CUDA on with the stored switch, without asking torch for CUDA
             # itself and without needing CUDA whatever the switch says.
             if any(_turns_cuda_on(method.body, attributes, self.names)
-                   and not _asks_cuda(method.body, self.names)
-                   and not _places_unconditionally(method.body, self.names) for method in methods):
+                   and not _decides_itself(method.body, self.names) for method in methods):
                 self._defaults.append((param, statement))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -195,8 +194,8 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
         """``def __init__(self, model, cuda=True)`` whose body turns CUDA on with it (``if cuda:
         model.cuda()``, ``self.cuda = cuda; if self.cuda: ...``, ``"cuda" if cuda else "cpu"``)
         without asking torch whether CUDA is there: a CUDA default spelled as a switch."""
-        if _asks_cuda(node.body, self.names) or _places_unconditionally(node.body, self.names):
-            return  # it decides for itself, or it needs CUDA whatever the switch says
+        if _decides_itself(node.body, self.names):
+            return
         for param in switches:
             aliases = _aliases(node.body, param.name.value)
             if _turns_cuda_on(node.body, aliases, self.names):
@@ -283,6 +282,13 @@ def _switch_on(param: cst.Param) -> bool:
 def _asks_cuda(body: cst.BaseSuite, names) -> bool:
     """``torch.cuda.is_available()`` / ``device_count()`` anywhere in the body: it decides for itself."""
     return any(isinstance(node, cst.Call) and names.qualify(node.func) in _ASKS for node in subtree(body))
+
+
+def _decides_itself(body: cst.BaseSuite, names) -> bool:
+    """A body whose switch says nothing of the machine: it asks torch for CUDA itself, or it needs CUDA
+    whatever the switch says (``_places_unconditionally``). The one reading for a switch's own function and
+    for the methods that test what ``__init__`` stored."""
+    return _asks_cuda(body, names) or _places_unconditionally(body, names)
 
 
 def _aliases(body: cst.BaseSuite, switch: str) -> set[str]:

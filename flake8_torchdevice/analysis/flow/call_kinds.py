@@ -11,7 +11,7 @@ from ..device_helpers import keeps_device, parameters_given
 from ..still_modules import function_moves
 from .values import INPUT, PLACED, SIBLING, Value
 from .words import (
-    CPU_ON_PURPOSE, IMAGE_TO_TENSOR_CLASSES, IMAGE_TO_TENSOR_FUNCTIONS, KEEPING_METHODS, PLOT_METHODS, REDUCTIONS,
+    CPU_ON_PURPOSE, IMAGE_TO_TENSOR_CLASSES, IMAGE_TO_TENSOR_FUNCTIONS, KEEPING_METHODS, PLOT_METHODS,
 )
 
 
@@ -46,13 +46,6 @@ def device_check_off(call: cst.Call) -> bool:
         return True
     flag = argument(call, None, "check_device")
     return flag is not None and not (isinstance(flag.value, cst.Name) and flag.value.value == "True")
-
-
-def reduces_every_element(call: cst.Call, qualified: str) -> bool:
-    """``torch.max(t)`` / ``torch.sum(t)``: a reduction of every element is 0-dim."""
-    positional = [arg for arg in call.args if arg.keyword is None]
-    keywords = {arg.keyword.value for arg in call.args if arg.keyword is not None}
-    return qualified.rpartition(".")[2] in REDUCTIONS and len(positional) == 1 and not keywords & {"dim", "axis"}
 
 
 def keeps_zero_dim(call: cst.Call, qualified: str, values: list) -> bool:

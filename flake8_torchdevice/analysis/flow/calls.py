@@ -8,11 +8,11 @@ from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_method
-from ..vocabulary import CTC_FUNCTIONS, factory_name
+from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
 from .arrays import array_rank
 from .call_kinds import (
     GRADIENT_FUNCTIONS, batch_helper, ctc_shaped, device_check_off, forced_numpy, is_ctc, is_numpy_array, is_plot,
-    keeps_zero_dim, module_attribute, names_a_loss, on_purpose, reads_as_array, reduces_every_element, image_to_tensor,
+    keeps_zero_dim, module_attribute, names_a_loss, on_purpose, reads_as_array, image_to_tensor,
     tokenized, helper_result,
 )
 from .facts import key_of
@@ -24,7 +24,7 @@ from .values import (
 from .layers import is_cpu_layer
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS, FRAMEWORK_CALLS,
-    KEEPING_METHODS, REDUCTIONS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
 
@@ -247,7 +247,7 @@ class Calls:
                 self.meet(call, receiver, value)
         if method not in KEEPING_METHODS:
             return None
-        if method in REDUCTIONS and not call.args:
+        if reduces_all(call, method, operands=0):
             # ``x.norm()`` is 0-dim wherever it lives; its ``.cpu()`` mixes with the device legally.
             return receiver.derived(zero=True)
         return receiver
@@ -287,7 +287,7 @@ class Calls:
             return result
         cpu = [v for v in values if v is not None and v.kind == CPU]
         if cpu and len(cpu) == len(values):
-            zero = all(v.zero for v in cpu) or reduces_every_element(call, qualified)
+            zero = all(v.zero for v in cpu) or reduces_all(call, qualified.rpartition(".")[2], operands=1)
             return Value(CPU, cpu[0].label, zero=zero, factory=cpu[0].factory)
         return None
 

@@ -7,10 +7,11 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import code_of, string_value
 from ..guards import is_cuda_flag
+from .arrays import converts_stored
 from .facts import key_of
 from .statements import cpu_only_test, cuda_test
 from .values import (
-    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, Meet, PLACED, SIBLING, Value, combined, either,
+    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, NUMPY, Meet, PLACED, SIBLING, Value, combined, either,
 )
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
@@ -45,14 +46,21 @@ class Expressions:
             self.ev(target, env)  # a[i] = v / self.x = v: evaluate the parts
 
     def store_element(self, target: "cst.Subscript", value: Optional[Value], env: dict) -> None:
-        """``batch["x"] = ...`` rebinds that element of a loader's batch (a computed key, all of
-        them): from here on it holds what was stored, not the CPU tensor the loader gave."""
+        """``x[k] = v``, the one reading of a store into an element. Into a loader's batch
+        (``batch["x"] = ...``; a computed key, all of them) it rebinds that element: from here on it holds
+        what was stored, not the CPU tensor the loader gave. Into a NumPy array (``g_loss[i] = loss``), a
+        placed tensor stored into more than one element of it is converted with ``np.asarray``
+        (flow/arrays.py)."""
         key = key_of(target.value)
-        batch = env.get(key) if key is not None else None
-        if batch is None or batch is BOUND or batch.kind != BATCH:
+        held = env.get(key) if key is not None else None
+        if held is None or held is BOUND:
             return
-        stored = value if value is not None and value.kind in (CPU, PLACED, SIBLING) else None  # ``.float()`` keeps it
-        batch.loop.stored[_element_key(target) if _keyed(target) else ANY_KEY] = stored
+        if held.kind == BATCH:
+            stored = value if value is not None and value.kind in (CPU, PLACED, SIBLING) else None  # ``.float()``
+            held.loop.stored[_element_key(target) if _keyed(target) else ANY_KEY] = stored
+        elif held.kind == NUMPY and isinstance(target.value, cst.Name) and value is not None \
+                and value.kind == PLACED and not value.guessed and held.rank and converts_stored(target, held.rank):
+            self.record_numpy(target, value)
 
     def ev(self, expr, env: dict) -> Optional[Value]:
         if isinstance(expr, cst.Name):

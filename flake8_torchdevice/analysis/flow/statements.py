@@ -8,10 +8,9 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
-from .arrays import converts_stored
 from .facts import SELF, key_of
 from .layers import is_cpu_layer
-from .values import BOUND, CPU, DEVICE, INPUT, MOVED, NUMPY, OBJECT, PLACED, Value, combined, merge
+from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
 
 class Statements:
@@ -84,7 +83,6 @@ class Statements:
                 return
             value = self.ev(node.value, env)
             for target in node.targets:
-                self.store(target.target, value, env)
                 self.bind(target.target, value, env)
         elif isinstance(node, cst.AnnAssign):
             value = self.ev(node.value, env) if node.value is not None else None
@@ -110,15 +108,6 @@ class Statements:
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
             for name in _imported_names(node):
                 env.pop(name, None)
-
-    def store(self, target, value, env: dict) -> None:
-        """``g_loss[i] = loss`` into a NumPy array: a placed tensor stored into more than one
-        element of it is converted with ``np.asarray`` (flow/arrays.py)."""
-        if value is None or value.kind != PLACED or value.guessed or not isinstance(target, cst.Subscript):
-            return
-        array = env.get(key_of(target.value)) if isinstance(target.value, cst.Name) else None
-        if array is not None and array.kind == NUMPY and array.rank and converts_stored(target, array.rank):
-            self.record_numpy(target, value)
 
     def expression_statement(self, expr, env: dict) -> None:
         """``model.to(device)`` / ``model.cuda()`` alone moves a module in place; a layer built

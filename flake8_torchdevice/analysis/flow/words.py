@@ -17,7 +17,6 @@ SCALAR_BUILTINS = frozenset(
     """len int float bool str isinstance hasattr getattr range enumerate zip print min max sum abs
     round type id repr sorted list tuple dict set any all iter next format""".split()
 )
-REDUCTIONS = frozenset("sum mean prod max min amax amin norm all any median std var argmax argmin".split())
 # Tensor members: using one on a loader element says it is a tensor.
 TENSOR_MEMBERS = frozenset(
     """shape ndim size dim numel view reshape permute transpose t unsqueeze squeeze expand flatten
