@@ -129,6 +129,11 @@ def test_a_script_without_a_cpu_path_is_cuda_code_and_one_with_a_fallback_is_not
     assert found(fallback) == [(3, 28)]
     library = source.replace('if __name__ == "__main__":', 'def main():')
     assert found(library) == [(3, 28)]  # a library: its callers are elsewhere
+    # A notebook is a program too: its cells are its functions' only callers.
+    cells = source.replace('if __name__ == "__main__":\n        ', '')
+    assert found(cells, filename="sample.ipynb") == []
+    assert found(cells.replace("load_generator()", 'load_generator("cpu")'), filename="sample.ipynb") == [(3, 28)]
+    assert found(cells, filename="sample.py") == [(3, 28)]
 
 
 def test_a_switch_on_by_default_is_reported_where_it_turns_cuda_on():

@@ -258,6 +258,32 @@ def test_exemptions(body):
     assert tdv502(f"import torch\ndef f(x, use_gpu, **kw):\n    {body}\n") == []
 
 
+@pytest.mark.parametrize(
+    "cast, found",
+    [
+        ("self.FloatTensor", False),  # chosen by the switch in __init__: may be CUDA's
+        ("torch.cuda.FloatTensor", False),
+        ("x.type()", False),  # the input's own type
+        ("torch.FloatTensor", True),  # a CPU type: still on the CPU
+        ("'torch.LongTensor'", True),
+        ("torch.float64", True),  # a dtype
+    ],
+)
+def test_a_cast_to_a_tensor_type_that_may_be_cuda_moves_the_factory(cast, found):
+    source = f"""
+    import torch
+    from torch import nn
+    class EnvModel(nn.Module):
+        def __init__(self, use_cuda):
+            super().__init__()
+            self.FloatTensor = torch.cuda.FloatTensor if use_cuda else torch.FloatTensor
+        def forward(self, x):
+            one_hot = torch.zeros(x.shape[0], 4).type({cast})
+            return x * one_hot
+    """
+    assert tdv504(source) == ([9] if found else [])  # at the factory
+
+
 FORCED = """
 import torch
 from torch import nn

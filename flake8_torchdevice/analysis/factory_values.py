@@ -38,7 +38,7 @@ from .factory_kinds import (
 )
 from .devices import device_argument
 from .guards import is_cuda_test
-from .flow.places import dtype_only
+from .flow.places import cpu_type_cast, dtype_only
 from .modules import is_layer_attribute
 from ..rule import is_none
 from .vocabulary import (
@@ -279,6 +279,8 @@ class FactoryValues:
             return self._forced(call, receiver)
         if method in SCALAR_METHODS or (method in MOVED_OR_CONVERTED and not tagged(receiver, "T")):
             return None
+        if method == "type" and tagged(receiver, "C") and call.args and not cpu_type_cast(call, self.names):
+            return None  # converted to a type that may be CUDA's (``.type(self.FloatTensor)``)
         if method in ("to", "cuda") and not dtype_only(call, self.names):
             return None  # an input moved to a device: TDV601 follows it from here
         if method == "cpu":

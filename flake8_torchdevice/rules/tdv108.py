@@ -11,6 +11,7 @@ from ..analysis.code import is_main_guard, last_name, subtree
 from ..analysis.devices import cuda_literal, device_targets, is_cuda_call, is_device_name
 from ..analysis.guards import CUDA_WORD, CudaGuards, is_cuda_flag
 from ..analysis.machines import MachineEvidence
+from ..analysis.sessions import is_notebook
 from ..names import dotted_name
 from ..rule import STATEMENT, Rule
 
@@ -93,7 +94,7 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     - CUDA code by name or guard: a function, class or module named for CUDA or the GPU (`def to_gpu`,
       `class CUDAGraphRunner`, `gpu_utils.py`, `torch/cuda/random.py`), one defined under a CUDA test
       or skipped without CUDA, test code of a test module, a module that asserts
-      `torch.cuda.is_available()`, and a script (`if __name__ == "__main__":`) without a CPU path as
+      `torch.cuda.is_available()`, and a script (`if __name__ == "__main__":`) or a notebook without a CPU path as
       TDV201 reads it (no `"cpu"` device or option, device fallback, `use_cuda` flag or branch on one):
       a program that never runs without a GPU, whose CUDA defaults are its own choice;
     - lambdas.
@@ -143,7 +144,8 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
         self._defaults: list[tuple[cst.Param, object]] = []
         self._cuda_classes = 0  # open classes named for CUDA
         self._classes: list[_ClassSwitches] = []  # per open class: its ``__init__``'s stored switches
-        self._script = False  # ``if __name__ == "__main__":``
+        # A program: a script (``if __name__ == "__main__":``), or a notebook, whose cells are its only callers
+        self._script = is_notebook(context.filename)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         super().visit_ClassDef(node)

@@ -40,9 +40,11 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
     - `*_like` factories and `Tensor.new_*` (they inherit the input's device);
     - calls with `device=` (or `**kwargs` that may carry it);
     - factories moved or converted at once: `.to(...)`, `.type_as(...)`, `.cuda(rank)`,
-      `.item()`, `.tolist()`, and a bare `.cuda()` under a CUDA check or the code's GPU switch
-      (one outside them goes to the current GPU, not the input's device, and is flagged at the
-      `.cuda()`, as TDV504 says);
+      `.item()`, `.tolist()`, a cast to a type that may be CUDA's (`.type(self.FloatTensor)`, chosen
+      as `torch.cuda.FloatTensor if use_cuda else torch.FloatTensor`; not `.type(torch.float64)` nor
+      `.type(torch.FloatTensor)`, which stay on the CPU), and a bare `.cuda()` under a CUDA check
+      or the code's GPU switch (one outside them goes to the current GPU, not the input's device,
+      and is flagged at the `.cuda()`, as TDV504 says);
     - a 0-dim tensor (`torch.tensor(2.0)`, `torch.zeros(())`) in an out-of-place op:
       PyTorch allows CPU scalars next to CUDA tensors (in-place into it is still flagged);
     - `torch.tensor(x)`/`torch.as_tensor(x)` of an input (they keep its device);

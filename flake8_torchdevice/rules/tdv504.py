@@ -99,8 +99,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`): what is made
       or met there is on the CPU with everything else;
     - calls with `device=`, `out=` or `**kwargs`, `*_like` factories and `Tensor.new_*`,
-      factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda(rank)`, a `.cuda()` under a CUDA
-      check or the code's GPU switch) or rebound after a move;
+      factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda(rank)`, a cast to a type the model
+      chose by its switch, `.type(self.FloatTensor)`, a `.cuda()` under a CUDA check or the code's GPU
+      switch) or rebound after a move;
     - 0-dim factories (`torch.tensor(2.0)`) in out-of-place ops, which mix with CUDA
       tensors legally;
     - inputs never used as tensors (a tensor attribute or method, a torch function, or one of

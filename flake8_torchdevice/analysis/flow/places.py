@@ -8,7 +8,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..self_calls import follows_self_calls
-from ..vocabulary import DATA_FACTORIES, maybe_zero_dim, unseen_shape
+from ..vocabulary import DATA_FACTORIES, LEGACY_KINDS, maybe_zero_dim, unseen_shape
 from .values import BATCH, CPU, DEVICE, INPUT, NUMPY, PLACED, SIBLING, Value
 from .words import DTYPES, OPTION_HOLDERS
 
@@ -125,6 +125,21 @@ def _cpu_factory(qualified: str, call: cst.Call) -> Value:
     value = Value(CPU, call.func, zero=maybe_zero_dim(qualified, call), factory=True)
     value.unseen = unseen_shape(qualified, call)
     return value
+
+
+def cpu_type_cast(call: cst.Call, names) -> bool:
+    """``.type(torch.float32)``, ``.type(torch.FloatTensor)``, ``.type("torch.LongTensor")``: a cast to a
+    CPU tensor type or a dtype, which leaves a CPU tensor on the CPU. A CUDA type
+    (``.type(torch.cuda.FloatTensor)``) moves it, and a type held in a name (``self.FloatTensor``, which
+    ``__init__`` chose as ``torch.cuda.FloatTensor if use_cuda else torch.FloatTensor``) may."""
+    arg = argument(call, 0, "dtype")
+    if arg is None:
+        return False
+    qualified = string_value(arg.value) or names.qualify(arg.value) or ""
+    if not qualified.startswith("torch.") or qualified.startswith("torch.cuda."):
+        return False
+    name = qualified.rpartition(".")[2]
+    return name in DTYPES or (name.endswith("Tensor") and name[:-len("Tensor")] in LEGACY_KINDS)
 
 
 def dtype_only(call: cst.Call, names) -> bool:
