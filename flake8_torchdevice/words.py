@@ -341,7 +341,26 @@ def displayed_attribute_lines(tree: ast.Module) -> frozenset[int]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(target, ast.Attribute) for target in targets):
                 found.update(range(node.lineno, node.end_lineno + 1))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.update(_attributes_given_local_displays(node))
     return frozenset(found)
+
+
+def _attributes_given_local_displays(function: ast.AST) -> set[int]:
+    """The lines of ``self.layers = layers`` where ``layers`` was bound to a display earlier in the
+    same function (``layers = []``, grown with ``.append``): a display reaching an attribute."""
+    local: set[str] = set()
+    lines: set[int] = set()
+    for stmt in _statements(function.body):
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if isinstance(stmt.value, _DISPLAYS):
+            local.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif isinstance(stmt.value, ast.Name) and stmt.value.id in local \
+                and any(isinstance(target, ast.Attribute) for target in targets):
+            lines.update(range(stmt.lineno, stmt.end_lineno + 1))
+    return lines
 
 
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp)

@@ -154,6 +154,29 @@ def test_an_import_is_reported_only_where_its_names_are_called():
     assert lines(DeprecatedAmp, source) == []
 
 
+@pytest.mark.parametrize(
+    "init, expected",
+    [
+        ("blocks = []\n        for _ in range(2):\n            blocks.append(nn.Linear(2, 2))\n"
+         "        self.blocks = blocks", [8]),
+        ("blocks = []\n        block = nn.Linear(2, 2)\n        blocks.append(block)\n"
+         "        self.blocks = blocks", [8]),
+        ("blocks = [nn.Linear(2, 2)]\n        self.blocks = blocks", [8]),
+        # registered elsewhere: through a container given the list, by a direct attribute, by hand
+        ("blocks = [nn.Linear(2, 2)]\n        self.net = nn.Sequential(*blocks)\n        self.blocks = blocks", []),
+        ("blocks = []\n        block = nn.Linear(2, 2)\n        self.fc = block\n        blocks.append(block)\n"
+         "        self.blocks = blocks", []),
+        ("blocks = [nn.Linear(2, 2)]\n        self.add_module('b0', blocks[0])\n        self.blocks = blocks", []),
+        # rebound to a ModuleList before it reaches the attribute, or holding no layer
+        ("blocks = [nn.Linear(2, 2)]\n        blocks = nn.ModuleList(blocks)\n        self.blocks = blocks", []),
+        ("sizes = [2, 3]\n        self.sizes = sizes", []),
+    ],
+)
+def test_tdv503_a_local_list_given_to_an_attribute(init, expected):
+    source = MODULE.format(value="None").replace("self.layers = None", init)
+    assert lines(ModulesInPlainContainer, source) == expected
+
+
 def test_tdv503_a_dict_registered_through_its_values_is_no_finding():
     # ``nn.ModuleList(list(self.convs.values()))`` registers what the dict holds.
     registered = MODULE.format(value='{"a": nn.Linear(2, 2)}') + (

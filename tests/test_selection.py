@@ -557,6 +557,8 @@ _LAYERED = (
         ("        self.layer = nn.Linear(2, 2)", False),
         ("        self.net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())", False),
         ("        layers = [nn.Linear(2, 2)]\n        self.net = nn.Sequential(*layers)", False),
+        # a display reaching the attribute through a local name
+        ("        layers = []\n        layers.append(nn.Linear(2, 2))\n        self.layers = layers", True),
     ],
 )
 def test_tdv503_parses_only_a_class_that_assigns_a_display_to_an_attribute(init, parsed):

@@ -31,6 +31,7 @@ class _Candidate:
     shape: str  # "list" or "dict"
     kinds: set = field(default_factory=set)  # "module" / "parameter" / "free" / "other"
     string_keys: bool = True  # every key a string literal: ModuleDict accepts it
+    handed: bool = False  # a local list given to a call (``nn.Sequential(*layers)``): what it holds is registered
 
 
 @dataclass
@@ -45,15 +46,18 @@ class _Class:
 class ModulesInPlainContainer(AssignmentBindings, Rule):
     r"""On by default. Its verdict reads the whole class (an `_apply` override, a later
     `nn.ModuleList(self.layers)` or `add_module` elsewhere clear a finding), but only a
-    class that assigns a list, tuple or dict display or comprehension to an attribute is
-    parsed for it (every finding is one), which keeps its cost small (docs/performance.md).
+    class that assigns a list, tuple or dict display or comprehension to an attribute, directly
+    or through a local name, is parsed for it (every finding is one), which keeps its cost small
+    (docs/performance.md).
 
     ## What it does
     Flags, in `__init__` of a class that derives from `torch.nn.Module` (under any alias, or
     through classes of the same file), `self.<attr> = ` a list, tuple, dict or
     comprehension whose elements include stateful `torch.nn` layers (`nn.Linear`,
     `nn.Conv2d`, norms, embeddings, RNNs, attention, containers) or `nn.Parameter`s, and
-    `self.<attr> = []` / `{}` filled in `__init__` by `.append(...)` / `[key] = ...` with them.
+    `self.<attr> = []` / `{}` filled in `__init__` by `.append(...)` / `[key] = ...` with them,
+    also through a local name (`blocks = []`, `blocks.append(nn.Linear(4, 4))` or of a name bound
+    to one, then `self.blocks = blocks`), reported at the local display.
 
     ## Why is this bad?
     `nn.Module` registers a submodule or Parameter only when it is assigned to an
@@ -100,7 +104,8 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
       `register_parameter`, `setattr`) or overrides `_apply` / `to` / `cuda`;
     - elements that are not `torch.nn` layers (Keras layers; classes of your own, which
       the rule cannot tell from other classes), elements that are existing attributes
-      (`[self.a, self.b]`), and classes that are not `nn.Module`s.
+      (`[self.a, self.b]`) or names also bound to one (`self.fc = block`), and classes that are not
+      `nn.Module`s.
 
     ## The error torch raises
     On a GPU machine, the first forward after `model.to("cuda")`:
@@ -139,6 +144,9 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
         super().__init__(context)
         # Owners are _Class; a closure in __init__ is __init__ (it grows its lists).
         self._frames = MethodFrames(nested_is_method=True)
+        # ``layers = []`` in ``__init__``, grown there and given to ``self.layers`` later: per local name
+        self._locals: dict[str, _Candidate] = {}
+        self._calls: dict[str, cst.Call] = {}  # ``block = nn.Linear(4, 4)`` in ``__init__``, appended by name
 
     # -- classes and methods -------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -149,7 +157,7 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
         if not info.is_module or info.exempt:
             return
         for attr, candidate in info.candidates.items():
-            if info.stores.get(attr, 0) > 1 or attr in info.wrapped:
+            if info.stores.get(attr, 0) > 1 or attr in info.wrapped or candidate.handed:
                 continue
             self._report(attr, candidate)
 
@@ -157,6 +165,8 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
         method = self._frames.enter_function(node)
         if method is not None and method.name in MOVING_OVERRIDES:
             method.owner.exempt = True
+        if method is not None:
+            self._locals, self._calls = {}, {}
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._frames.leave_function()
@@ -182,10 +192,23 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
             return
         attr = self._self_attr(target)
         if attr is None:
+            if isinstance(target, cst.Name) and self._in_init():  # ``layers = []``, or a rebinding
+                candidate = self._candidate(value) if value is not None else None
+                self._locals.pop(target.value, None)
+                self._calls.pop(target.value, None)
+                if candidate is not None:
+                    self._locals[target.value] = candidate
+                elif isinstance(value, cst.Call):
+                    self._calls[target.value] = value
             return
         info = self._frames.current.owner
         info.stores[attr] = info.stores.get(attr, 0) + 1
-        candidate = self._candidate(value) if value is not None and self._in_init() else None
+        if isinstance(value, cst.Name):
+            self._calls.pop(value.value, None)  # ``self.fc = block``: registered, whatever list also holds it
+        candidate = None
+        if value is not None and self._in_init():
+            local = self._locals.get(value.value) if isinstance(value, cst.Name) else None
+            candidate = local or self._candidate(value)  # ``self.layers = layers``: the local list
         if candidate is not None and attr not in info.candidates:
             info.candidates[attr] = candidate
 
@@ -211,17 +234,22 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
 
     def _add(self, candidate: _Candidate, elements: list, key: Optional[bool] = None) -> None:
         for element in elements:
+            if isinstance(element, cst.Name) and element.value in self._calls:
+                element = self._calls[element.value]  # ``layers.append(block)``, ``block = nn.Linear(...)``
             state = layer_state(self.names.qualify(element.func) or "") if isinstance(element, cst.Call) else ""
             candidate.kinds.add(state or "other")
         if key is False:
             candidate.string_keys = False
 
     def _grow(self, container: cst.BaseExpression, elements: list, string_key: Optional[bool]) -> None:
-        """``self.layers.append(x)`` / ``self.heads[k] = x`` in ``__init__``."""
-        attr = self._self_attr(container)
-        if attr is None or not self._in_init():
+        """``self.layers.append(x)`` / ``self.heads[k] = x`` / ``layers.append(x)`` in ``__init__``."""
+        if not self._in_init():
             return
-        candidate = self._frames.current.owner.candidates.get(attr)
+        attr = self._self_attr(container)
+        local = container.value if attr is None and isinstance(container, cst.Name) else None
+        if attr is None and local is None:
+            return
+        candidate = self._locals.get(local) if local else self._frames.current.owner.candidates.get(attr)
         if candidate is not None:
             self._add(candidate, elements, string_key)
 
@@ -245,6 +273,8 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
             attr = self._self_attr(_viewed(arg.value))
             if attr is not None:
                 owner.wrapped.add(attr)
+            elif isinstance(arg.value, cst.Name) and arg.value.value in self._locals:
+                self._locals[arg.value.value].handed = True  # ``nn.Sequential(*layers)``: registered there
 
     # -- report ------------------------------------------------------------
     def _report(self, attr: str, candidate: _Candidate) -> None:
