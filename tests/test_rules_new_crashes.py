@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules.tdv107 import LegacyConstructorGivenDevice
 from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
@@ -95,6 +97,29 @@ def test_module_of_an_attribute_wrapped_under_a_gpu_flag_in_another_method():
             return self.net.module.state_dict()
     """
     assert found(source, WrapperAttributeOnCpuPath) == [9]
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("self.net.module.state_dict() if self.config['distributed'] else self.net.state_dict()", False),
+    ("self.net.module.state_dict() if self.args.ddp else self.net.state_dict()", False),
+    ("self.net.module.state_dict() if self.args.fp16 else self.net.state_dict()", True),  # another question
+    ("self.net.module.state_dict()", True),
+])
+def test_module_read_under_the_runs_distributed_mode(read, reported):
+    # The distributed mode is the condition DistributedDataParallel wraps under: code that asks it
+    # knows what it holds, as under isinstance(m, DDP) (DBNet, v42: the flag and the wrap agree
+    # through another file).
+    source = f"""
+    import torch
+    class Trainer:
+        def setup(self, net):
+            self.net = net
+            if torch.cuda.device_count() > 1:
+                self.net = torch.nn.parallel.DistributedDataParallel(self.net, device_ids=[0])
+        def save(self):
+            return {read}
+    """
+    assert found(source, WrapperAttributeOnCpuPath) == ([9] if reported else [])
 
 
 def test_load_in_the_branch_of_a_device_comparison_is_not_reported():

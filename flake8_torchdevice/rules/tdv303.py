@@ -11,8 +11,10 @@ from ..rule import CLASS, DEFINITION, Rule
 from .tdv301 import WRAPPERS
 
 # A test that asks whether the value is wrapped: ``isinstance(m, nn.DataParallel)``,
-# ``hasattr(m, "module")``, a helper such as ``is_parallel(m)``; code under it knows what it holds.
-_WRAPPER_TEST_WORDS = ("isinstance", "hasattr", "getattr", "parallel", "module", "wrap")
+# ``hasattr(m, "module")``, a helper such as ``is_parallel(m)``, or the run's distributed mode, the
+# condition DistributedDataParallel wraps under (``args.distributed``, ``config["distributed"]``,
+# ``use_ddp``); code under it knows what it holds.
+_WRAPPER_TEST_WORDS = ("isinstance", "hasattr", "getattr", "parallel", "module", "wrap", "distributed", "ddp")
 
 
 def _key(expr: cst.BaseExpression) -> Optional[str]:
@@ -70,7 +72,9 @@ class WrapperAttributeOnCpuPath(CudaGuards, Rule):
     - an access under a CUDA test too, in either branch of an `if` on the GPUs (`if n_gpus == 1:
       return m` / `else: return m.module`), or under a test or `try` that asks about the wrapper
       (`if isinstance(model, nn.DataParallel):`, `model.module if hasattr(model, "module") else
-      model`, `model.module if is_parallel(model) else model`, `except AttributeError`);
+      model`, `model.module if is_parallel(model) else model`, `except AttributeError`), or about the
+      run's distributed mode, the condition `DistributedDataParallel` wraps under (`model.module if
+      config["distributed"] else model`, `if args.ddp:`);
     - names and attributes that are never wrapped in the scope (an `nn.Module` holding a
       submodule called `module`).
 
