@@ -334,33 +334,22 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
 def displayed_attribute_lines(tree: ast.Module) -> frozenset[int]:
     """The lines of each assignment of a list, tuple or dict display, or of a list or dict
     comprehension, to an attribute (``self.layers = [nn.Linear(4, 4) for _ in range(3)]``,
-    ``self.heads = {}``): ``Rule.DISPLAYED``'s necessary condition."""
+    ``self.heads = {}``), directly or through a plain name bound to one earlier in the file
+    (``layers = []`` ... ``self.layers = layers``): ``Rule.DISPLAYED``'s necessary condition. One
+    pass in source order; a name is not tied to its function, which only keeps more."""
     found: set[int] = set()
+    displayed: set[str] = set()  # plain names bound to a display so far
     for node in _statements(tree.body):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, _DISPLAYS):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(target, ast.Attribute) for target in targets):
-                found.update(range(node.lineno, node.end_lineno + 1))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.update(_attributes_given_local_displays(node))
-    return frozenset(found)
-
-
-def _attributes_given_local_displays(function: ast.AST) -> set[int]:
-    """The lines of ``self.layers = layers`` where ``layers`` was bound to a display earlier in the
-    same function (``layers = []``, grown with ``.append``): a display reaching an attribute."""
-    local: set[str] = set()
-    lines: set[int] = set()
-    for stmt in _statements(function.body):
-        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        if isinstance(stmt.value, _DISPLAYS):
-            local.update(target.id for target in targets if isinstance(target, ast.Name))
-        elif isinstance(stmt.value, ast.Name) and stmt.value.id in local \
-                and any(isinstance(target, ast.Attribute) for target in targets):
-            lines.update(range(stmt.lineno, stmt.end_lineno + 1))
-    return lines
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(node.value, _DISPLAYS):
+            displayed.update(target.id for target in targets if isinstance(target, ast.Name))
+        elif not (isinstance(node.value, ast.Name) and node.value.id in displayed):
+            continue
+        if any(isinstance(target, ast.Attribute) for target in targets):
+            found.update(range(node.lineno, node.end_lineno + 1))
+    return frozenset(found)
 
 
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp)
