@@ -219,6 +219,8 @@ class _Scan:
         """The words of ``group`` present in the file, and the module-level
         aliases of its plain names."""
         wanted = {word for word in group if words.occurs(word, self.present)}
+        if words.LOCAL_CLASS_CALLS in group:  # ``Net(``: a call of one of the file's classes
+            wanted |= {name + "(" for name in self.names.local_class_names() if name in self.present}
         # ``from torch import load``: a plain ``load`` means ``torch.load`` (a ``.load`` word).
         # It keeps its ``(``: ``from torch import Tensor`` makes ``Tensor(`` a call, not every annotation.
         wanted |= {word[1:] for word in wanted if word.startswith(".") and self.imported(words.bare(word))}

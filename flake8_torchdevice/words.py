@@ -80,6 +80,11 @@ def bare(word: str) -> str:
     return word[:-1] if word[-1:] in "=(:" else word
 
 
+# A group word standing for the calls of the file's module-level classes (``Net(``): which
+# names those are only the file says (``Scan.group_words`` expands it).
+LOCAL_CLASS_CALLS = "<module-level class>("
+
+
 def is_part(word: str) -> bool:
     """``*cpu``: any identifier (or word of a string) containing ``cpu``, in
     any case (``cpu_device``, ``CPU``): for a verdict that reads names."""

@@ -570,3 +570,15 @@ def test_tdv503_parses_only_a_class_that_assigns_a_display_to_an_attribute(init,
     found = findings(source, rule)
     assert found == findings(source, rule, full=True)
     assert [code for *_, code in found] == (["TDV503"] if parsed else [])
+
+
+def test_a_call_of_the_files_own_module_class_is_a_cpu_word_for_the_flow():
+    # ``run`` holds a placing word and, as its only CPU evidence, a call of this file's module
+    # class (a CPU module): the selection must parse it for TDV601 run alone, as the whole file does.
+    source = (
+        "from torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n    def forward(self, x):\n"
+        "        return self.fc(x)\n\n\ndef run(x, args):\n    net = Net()\n    return net(x.to(args.device))\n"
+    )
+    assert differences(source) == []
+    assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(15, 11, "TDV601")]

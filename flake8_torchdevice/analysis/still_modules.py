@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .layers import layer_state
+
 # Words that may move a tensor: ``.to(...)``, ``.type(torch.cuda.FloatTensor)``, ``.type_as(w)``, and any name
 # speaking of a device (``self.device``, ``use_cuda``, ``to_device(x)``, ``gpu_ids``).
 _MOVE_WORDS = frozenset({"to", "type", "type_as"})
@@ -29,6 +31,94 @@ def moves_inputs(names, class_name: str) -> bool:
         cache[class_name] = True  # a cycle (a class naming itself): assume it moves
         cache[class_name] = _class_moves(names, class_name)
     return cache[class_name]
+
+
+def still_class(names, name: str) -> bool:
+    """Is ``name`` a module-level ``torch.nn`` module class of this file whose code, and the code of
+    the same-file classes and functions it names, never names a move or a device, and that wraps
+    no module it is given? A module of it is built on the CPU and stays there until the code moves
+    it."""
+    node = names.definition(name)
+    return isinstance(node, ast.ClassDef) and not moves_inputs(names, name) and not _wraps_given(names, node, set()) \
+        and _holds_weights(names, node, set())
+
+
+def _holds_weights(names, node: ast.ClassDef, seen: set) -> bool:
+    """Does the class (or a same-file base, or a same-file class it builds) make weights: a
+    ``torch.nn`` layer with state, a ``Parameter``, a buffer? A module without any (a loss, an
+    activation) runs on whatever device its input is on."""
+    seen.add(node.name)
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        dotted = _dotted(sub.func)
+        if dotted is None:
+            continue
+        if dotted.rpartition(".")[2] in ("register_buffer", "register_parameter"):
+            return True
+        if layer_state(names.resolve_dotted(dotted) or "") in ("module", "parameter"):
+            return True
+        built = names.definition(dotted)
+        if isinstance(built, ast.ClassDef) and dotted not in seen and _holds_weights(names, built, seen):
+            return True
+    return any(isinstance(names.definition(base), ast.ClassDef) and base not in seen
+               and _holds_weights(names, names.definition(base), seen) for base in names.local_bases(node.name))
+
+
+def _dotted(expr: ast.expr) -> Optional[str]:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _wraps_given(names, node: ast.ClassDef, seen: set) -> bool:
+    """Does the class (or a same-file base) keep what its ``__init__`` is given in an attribute it
+    calls (``self.model = model`` ... ``self.model(x)``)? That module may already be placed."""
+    seen.add(node.name)
+    stored: set = set()
+    for init in node.body:
+        if isinstance(init, ast.FunctionDef) and init.name == "__init__":
+            given = {arg.arg for arg in init.args.args[1:] + init.args.kwonlyargs}
+            given |= {arg.arg for arg in (init.args.vararg, init.args.kwarg) if arg is not None}
+            stored = {
+                target.attr for sub in ast.walk(init) if isinstance(sub, ast.Assign) and _holds_given(sub.value, given)
+                for target in sub.targets if isinstance(target, ast.Attribute)
+            }
+    if any(isinstance(sub, ast.Call) and _self_attribute_root(sub.func) in stored for sub in ast.walk(node)):
+        return True
+    return any(isinstance(names.definition(base), ast.ClassDef) and base not in seen
+               and _wraps_given(names, names.definition(base), seen) for base in names.local_bases(node.name))
+
+
+# Calls that keep the modules they are given as they are (on their device).
+_KEEPING = frozenset({"ModuleList", "Sequential", "ModuleDict", "deepcopy", "copy", "list", "tuple"})
+
+
+def _holds_given(value: ast.expr, given: set) -> bool:
+    """``model`` itself, or a container of it (``nn.ModuleList(blocks)``, ``deepcopy(model)``); not a
+    layer built from a number it is given (``nn.Linear(n, 2)``)."""
+    if isinstance(value, ast.Name):
+        return value.id in given
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        args = [arg.value if isinstance(arg, ast.Starred) else arg for arg in value.args]
+        return name in _KEEPING and any(isinstance(arg, ast.Name) and arg.id in given for arg in args)
+    return False
+
+
+def _self_attribute_root(func: ast.expr) -> Optional[str]:
+    """``model`` of ``self.model(x)`` and of ``self.model.encode(x)``."""
+    while isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            return func.attr
+        func = func.value
+    return None
 
 
 def function_moves(names, function: str) -> bool:

@@ -7,6 +7,7 @@ from ..analysis.flow.words import COLLECTIVE_WORDS, LIGHTNING_STEPS
 from ..analysis.layers import STATEFUL_LAYERS
 from ..analysis.vocabulary import FACTORY_NAMES
 from ..rule import DEFINITION, Rule
+from ..words import LOCAL_CLASS_CALLS
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
@@ -36,10 +37,14 @@ class CpuMeetsPlaced(FlowReports, Rule):
       return_tensors="pt")`), `.cpu()`, `.to("cpu")`, results of ops on CPU
       values (indexing that drops no dimension too: `image[None]`, `x[:, 1:]`); a
       `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
-      `Sequential` of such layers) and never moves: called with a placed tensor, its weights meet it
+      `Sequential` of such layers), or a module of a class of this file that makes weights (a stateful
+      layer, a `Parameter`, a buffer), whose code names no move nor device and keeps no module it is
+      given (`model = Classifier()` where `Classifier` builds `nn.Linear` layers), and never moves:
+      called with a placed tensor, its weights meet it
       (not one built under `with torch.device(...)` or after `set_default_device`, nor one handed to
       another call, `train(model)`, or bound to a second name, `self.model = model`: either may move it;
-      a layer built in `__init__` follows its module's `.to()`);
+      a move under another name, `placed = model.cuda()`, or through the methods that return the module,
+      `model.eval().to(device)`, moves it too; a layer built in `__init__` follows its module's `.to()`);
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
@@ -105,6 +110,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - modules of classes defined in the same file whose code may move what it gets: code (or a same-file class or
       function it names) that calls `.to` / `.type` or names a device (`self.device`, `use_cuda`, `to_device`), or
       a base from another library; a class built only from `torch.nn` bases whose code names no move is followed;
+      a class that keeps a module its `__init__` is given and calls it (`self.model = model`, then
+      `self.model(x)`), which runs where that module is;
       arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`);
     - a factory without `device=` after `torch.set_default_device(...)` (or
       `set_default_tensor_type`) in the same scope, or anywhere in a function of a module
@@ -191,11 +198,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=, a collective, a Lightning step's batch. CPU: a
     # factory, .cpu(), a destination that names the CPU (.to("cpu"), .to(cpu_device)), or a layer
-    # built here (nn.Linear(4, 2)), a tokenizer's return_tensors="pt".
+    # built here (nn.Linear(4, 2), or Net() of a same-file class that never moves), a tokenizer's
+    # return_tensors="pt".
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
         {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS}
-        | {"ToTensor", "to_tensor", "return_tensors"},
+        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 

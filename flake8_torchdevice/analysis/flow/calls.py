@@ -7,7 +7,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..layers import layer_state
-from ..still_modules import moves_inputs, still_method
+from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
 from .arrays import array_rank
 from .call_kinds import (
@@ -21,7 +21,7 @@ from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
     placed_result,
 )
-from .layers import is_cpu_layer
+from .layers import is_cpu_layer, moved_layer
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS, FRAMEWORK_CALLS,
     KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
@@ -54,6 +54,8 @@ class Calls:
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
         if layer_state(qualified) == "module":
             return self.built_layer(call, qualified, env)
+        if isinstance(call.func, cst.Name) and call.func.value not in env and still_class(self.names, call.func.value):
+            return self.built_still_module(call, env)
         if qualified in DEFAULT_DEVICE_SETTERS:
             self.default_device = True  # every later factory without device= lands there
             for arg in call.args:
@@ -198,7 +200,11 @@ class Calls:
         if receiver is not None and receiver.kind == BATCH:
             return None  # batch.to(device) may move a container in place
         if method in ("to", "cuda"):
-            return self.move(call, receiver, method, args, env)
+            moved = self.move(call, receiver, method, args, env)
+            root = moved_layer(func.value)
+            if root is not None and is_cpu_layer(env.get(root)) and (moved is None or moved.kind != CPU):
+                env.pop(root)  # ``m = net.cuda()``, ``net.eval().cuda()``: the module itself moved
+            return moved
         if method == "type_as":  # the argument's type, device included: ``torch.zeros(3).type_as(x)``
             other = args[0] if args else None
             return other.derived(zero=receiver.zero if receiver is not None else True) \

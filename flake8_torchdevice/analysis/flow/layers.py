@@ -1,7 +1,9 @@
 """Layers a function builds: ``nn.Linear(4, 2)`` holds its weights on the CPU until the code
 moves it, so a placed tensor given to it meets CPU weights.
 
-Only what the function itself proves counts. A layer made elsewhere (``__init__``, module code)
+So does a module of a same-file class whose code names no move nor device (``Net()``, where
+``class Net(nn.Module)`` builds ``nn.Linear`` layers; ``still_modules``). Only what the function
+itself proves counts. A layer made elsewhere (``__init__``, module code)
 follows its owner's ``.to()``, so no layer fact crosses scopes; one handed to another call
 (``train(model)``, ``trainer.fit(model)``) or bound to a second name (``self.model = model``)
 may be moved there, so it is unknown from then on.
@@ -38,6 +40,13 @@ class Layers:
                 return None
         return _cpu_layer(call)
 
+    def built_still_module(self, call: "cst.Call", env: dict) -> Optional[Value]:
+        """``Net()`` of a same-file module class whose code names no move nor device: its
+        weights are on the CPU, as ``nn.Linear``'s, until the code moves it."""
+        for arg in call.args:
+            self.ev(arg.value, env)
+        return None if self.default_device else _cpu_layer(call)
+
     def _stateless(self, arg: "cst.Arg") -> bool:
         """``nn.ReLU()`` in a container: a torch.nn layer that holds no state."""
         value = arg.value
@@ -68,3 +77,16 @@ def _cpu_layer(call: "cst.Call") -> Value:
     value = Value(CPU, call.func)
     value.layer = True
     return value
+
+
+# Module methods that return the module itself: ``model.eval().cuda()`` moves ``model``.
+_RETURNING_SELF = frozenset({"eval", "train", "float", "half", "double", "bfloat16", "requires_grad_", "apply"})
+
+
+def moved_layer(receiver: "cst.BaseExpression") -> Optional[str]:
+    """The name whose module a ``.to()`` / ``.cuda()`` of ``receiver`` moves in place: ``net`` of
+    ``net.cuda()`` and of ``net.eval().cuda()`` (through methods that return the module)."""
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+            and receiver.func.attr.value in _RETURNING_SELF:
+        receiver = receiver.func.value
+    return receiver.value if isinstance(receiver, cst.Name) else None
