@@ -608,6 +608,38 @@ def test_tdv201_an_attribute_read_with_numpy_is_saved_from_the_cpu(read, reporte
     assert _in(_CLASS_LOG.replace("{read}", read), "loss.py", full) == reported
 
 
+_LOCAL_SPLITS = """\
+    import os
+    import torch
+    DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def save_splits(train, val, root):
+        torch.save(train, os.path.join(root, f"train_{VERSION}.pt"))
+        torch.save(val, os.path.join(root, f"val_{VERSION}.pt"))
+        counts = {read}
+    def load_splits(root):
+        train = torch.load(os.path.join(root, f"train_{VERSION}.pt"))
+        val = torch.load(os.path.join(root, f"val_{VERSION}.pt"))
+        return train, val
+    """
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("train[6].numpy()", [10]),  # the saved value read with .numpy() in its scope: CPU tensors, so is its file
+    ("train.data.numpy()", [10]),
+    ("train.cpu().numpy()", [9, 10]),  # says nothing of where the splits live
+    ("len(train)", [9, 10]),
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_local_value_saved_and_read_with_numpy_is_saved_from_the_cpu(read, reported, full):
+    assert _in(_LOCAL_SPLITS.replace("{read}", read), "splits.py", full) == reported
+
+
+def test_tdv201_a_value_read_with_numpy_in_another_scope_says_nothing():
+    source = _LOCAL_SPLITS.replace("{read}", "0").replace(
+        "    def load_splits", "    def count(train):\n        return train[6].numpy()\n    def load_splits")
+    assert _in(source, "splits.py", False) == [11, 12] == _in(source, "splits.py", True)
+
+
 @pytest.mark.parametrize("line, fixed", [
     ("model = model.cpu", "model = model.cpu()"),
     ("self.net = self.net.cuda", "self.net = self.net.cuda()"),

@@ -104,7 +104,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
     - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to,
       or an attribute it reads with `.numpy()` elsewhere (`torch.save(self.log, "loss_log.pt")` beside
-      `self.log[:, i].numpy()`: a CUDA tensor would fail there, so the log and its file are on the CPU);
+      `self.log[:, i].numpy()`: a CUDA tensor would fail there, so the log and its file are on the CPU), or a
+      local value it reads with `.numpy()` in the scope that saves it (`torch.save(train, f"train_{v}.pt")`
+      beside `train[6].numpy()`);
     - a file named per process (its rank in the path: `"queue" + str(args.rank) + ".pth"`, also through a name or a
       `self` attribute built from it) that this module also writes with `torch.save` to the same path expression:
       each process reads back what it wrote from the GPU it loads onto. One file shared by all ranks is reported;
@@ -196,8 +198,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._cpu_saved_names: set[str] = set()  # file-name literals this module saves CPU values to
         # ``self.log`` read with ``.numpy()`` somewhere (``self.log[:, i].numpy()``): a CPU tensor, as a CUDA
         # one fails there; and the file names each ``self.<attr>`` is saved to (``torch.save(self.log, p)``)
-        self._numpy_attributes: set[str] = set()
-        self._saved_attributes: list[tuple[str, set]] = []
+        # Also a local value (keyed by its scope and name) saved and read with ``.numpy()`` in one
+        # scope: ``torch.save(train_data, p)`` beside ``train_data[6].numpy()``.
+        self._numpy_attributes: set = set()
+        self._saved_attributes: list[tuple] = []
+        self._scope_ids: list[int] = [0]  # the enclosing function's id (the module's: 0)
         self._cuda_bodies = MarkedBlocks()  # ``if torch.cuda.is_available():`` bodies and the like
         # Per function (the module's code first, never set: a script's ``.cuda()`` may be
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
@@ -238,6 +243,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         self._functions.append(node.name.value)
+        self._scope_ids.append(id(node))
         self._params.append(set(param_names(node.params)) - {"self", "cls"})
         self._needs.append(_GpuNeed())
         self._packaged.append(set())
@@ -246,6 +252,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
         self._functions.pop()
+        self._scope_ids.pop()
         self._params.pop()
         self._needs.pop()
         self._packaged.pop()
@@ -354,6 +361,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             attribute = _self_attribute_read(node.func.value)
             if attribute is not None:
                 self._numpy_attributes.add(attribute)
+            local = _local_read(node.func.value)
+            if local is not None:  # ``train_data[6].numpy()``: CPU tensors in the value, as in its file
+                self._numpy_attributes.add((self._scope_ids[-1], local))
         if _is_method(node, "load_state_dict") and _NUMBERS_ONLY.search(last_name(node.func.value) or "") \
                 and node.args and isinstance(node.args[0].value, cst.Call):
             self._tensorless_loads.add(id(node.args[0].value))  # ``scheduler.load_state_dict(torch.load(f))``
@@ -366,6 +376,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             elif value is not None and path is not None and _is_self_attribute(value.value):
                 names = self._path_names(self.opened_path(path.value))
                 self._saved_attributes.append((value.value.attr.value, names))
+            elif value is not None and path is not None and isinstance(value.value, cst.Name):
+                names = self._path_names(self.opened_path(path.value))
+                self._saved_attributes.append(((self._scope_ids[-1], value.value.value), names))
             if path is not None:
                 self._saved_files.add(self.file_key(node, 1))
         self.note_session_save(node, name in TORCH_SAVES)
@@ -512,6 +525,13 @@ def _self_attribute_read(expr: cst.BaseExpression) -> Optional[str]:
     while isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and expr.attr.value == "data"):
         expr = expr.value
     return expr.attr.value if _is_self_attribute(expr) else None
+
+
+def _local_read(expr: cst.BaseExpression) -> Optional[str]:
+    """``train_data`` in ``train_data``, ``train_data[6]``, ``train_data.data``: the local name read."""
+    while isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and expr.attr.value == "data"):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) and expr.value != "self" else None
 
 
 def _is_self_attribute(node: cst.CSTNode) -> bool:
