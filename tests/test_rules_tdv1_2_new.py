@@ -608,6 +608,35 @@ def test_tdv201_an_attribute_read_with_numpy_is_saved_from_the_cpu(read, reporte
     assert _in(_CLASS_LOG.replace("{read}", read), "loss.py", full) == reported
 
 
+_FALLBACK = """\
+    import torch
+    DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def load_checkpoint(net, filename, other):
+        try:
+            checkpoint = torch.load({tried}, map_location="cpu")
+        except Exception:
+            print("a legacy file: loading it on the device it was saved from")
+            checkpoint = torch.load(filename)
+        net.load_state_dict(checkpoint["model"])
+    """
+
+
+@pytest.mark.parametrize("tried, reported", [
+    ("filename", []),  # the mapped load failed: the saved device, on purpose, for a legacy file
+    ("other", [8]),  # another file mapped: this one is not
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_fallback_after_the_same_file_mapped_is_deliberate(tried, reported, full):
+    assert _in(_FALLBACK.replace("{tried}", tried), "common.py", full) == reported
+
+
+def test_tdv201_a_load_in_the_try_body_is_no_fallback():
+    source = _FALLBACK.replace('torch.load({tried}, map_location="cpu")', "torch.load(filename)").replace(
+        "checkpoint = torch.load(filename)\n        net", 'checkpoint = torch.load(filename, map_location="cpu")\n        net')
+    assert 'map_location="cpu")\n        net' in source
+    assert _in(source, "common.py") == [5]
+
+
 _LOCAL_SPLITS = """\
     import os
     import torch

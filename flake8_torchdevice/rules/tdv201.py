@@ -8,7 +8,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
-from ..analysis.code import argument, last_name, param_names, string_value, subtree
+from ..analysis.code import argument, code_of, last_name, param_names, string_value, subtree
 from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
@@ -118,6 +118,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
       (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
+    - a fallback in an `except` handler whose `try` loads the same path with a `map_location` (`try:
+      torch.load(f, map_location="cpu")` / `except ...: torch.load(f)`): the saved device, chosen on purpose for a
+      file the mapped load cannot read;
     - package data: a path built from `__file__` (`os.path.join(os.path.dirname(__file__), "data/pnet.pt")`, also
       through a name bound to one), a file shipped with the code so that it loads wherever the package runs;
     - `torch.load(f).numpy()`, or `traj = torch.load(f)` and then `traj["vis"].numpy()` in the same scope: the file
@@ -203,6 +206,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._numpy_attributes: set = set()
         self._saved_attributes: list[tuple] = []
         self._scope_ids: list[int] = [0]  # the enclosing function's id (the module's: 0)
+        self._tries: list = []  # the ``try`` statements open around the walk
+        self._handlers: list = []  # per open ``except`` handler: its ``try`` statement
         self._cuda_bodies = MarkedBlocks()  # ``if torch.cuda.is_available():`` bodies and the like
         # Per function (the module's code first, never set: a script's ``.cuda()`` may be
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
@@ -386,6 +391,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self._classes[-1].writes = True
         if name not in TORCH_LOADS or has_map_location(node) or self.saved_here(node):
             return
+        if self._fallback_of_mapped_load(node):
+            return  # ``try: torch.load(f, map_location="cpu")`` ``except: torch.load(f)``: the saved device on purpose
         # Tests read what they wrote (tmp dirs, handlers run a few lines
         # above) and run where the suite's gates put them.
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
@@ -408,6 +415,33 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if path is not None and self._per_process(path):
             load.rank_file = self.file_key(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._tries.append(node)
+
+    def leave_Try(self, node: cst.Try) -> None:
+        self._tries.pop()
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._handlers.append(self._tries[-1] if self._tries else None)
+
+    def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._handlers.pop()
+
+    def _fallback_of_mapped_load(self, call: cst.Call) -> bool:
+        """Is ``call`` in an ``except`` handler whose ``try`` body loads the same path with a
+        ``map_location``? Then the author loads onto the saved device only when the mapped load
+        failed (a legacy file), on purpose."""
+        tried = self._handlers[-1] if self._handlers else None
+        given = argument(call, 0, "f")
+        if tried is None or given is None:
+            return False
+        path = code_of(given.value)
+        return any(
+            isinstance(sub, cst.Call) and self.names.qualify(sub.func) in TORCH_LOADS and has_map_location(sub)
+            and argument(sub, 0, "f") is not None and code_of(argument(sub, 0, "f").value) == path
+            for sub in subtree(tried.body)
+        )
 
     def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
         """``ckpt = torch.load(f)`` ... ``ckpt["vis"].numpy()`` in the same scope: the file holds CPU
