@@ -631,8 +631,9 @@ def test_tdv201_a_fallback_after_the_same_file_mapped_is_deliberate(tried, repor
 
 
 def test_tdv201_a_load_in_the_try_body_is_no_fallback():
+    mapped = 'checkpoint = torch.load(filename, map_location="cpu")\n        net'
     source = _FALLBACK.replace('torch.load({tried}, map_location="cpu")', "torch.load(filename)").replace(
-        "checkpoint = torch.load(filename)\n        net", 'checkpoint = torch.load(filename, map_location="cpu")\n        net')
+        "checkpoint = torch.load(filename)\n        net", mapped)
     assert 'map_location="cpu")\n        net' in source
     assert _in(source, "common.py") == [5]
 
