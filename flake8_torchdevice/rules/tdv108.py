@@ -27,8 +27,8 @@ _NOT_PLACING = frozenset({
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     r"""**On by default.** Precision on held-out user code: 129 of 143 findings true or latent (90%) over
-    the held-out batches v2-v45 with the rules of 2026-12-02 (v45's first read: 5 of 5; the switch `__init__` stores for another
-    method, at its first read: 7 of 8; v39's first read 2 of 2; v41's 7 of 8, the false one a GPU
+    the held-out batches v2-v45 with the rules of 2026-12-02 (v45's first read: 5 of 5; the switch
+    `__init__` stores for another method, at its first read: 7 of 8; v39's first read 2 of 2; v41's 7 of 8, the false one a GPU
     notebook, which a notebook read as a program now leaves alone; v43's 2 of 6, the false ones the model
     classes of a project whose every device is a GPU); 99 of 107 (93%) over v2-v34 with the rules
     of 2026-12-01 (2 of 5 at v34's first read: a CUDA-only project's defaults); 49 of 50 (98%) over v2-v22
