@@ -34,6 +34,7 @@ from ._lazy import cst
 from .analysis.entry_helpers import entry_helpers
 from .analysis.guards import context_words
 from .analysis.self_calls import follows_self_calls
+from .analysis.still_modules import still_class
 from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
@@ -219,8 +220,9 @@ class _Scan:
         """The words of ``group`` present in the file, and the module-level
         aliases of its plain names."""
         wanted = {word for word in group if words.occurs(word, self.present)}
-        if words.LOCAL_CLASS_CALLS in group:  # ``Net(``: a call of one of the file's classes
-            wanted |= {name + "(" for name in self.names.local_class_names() if name in self.present}
+        if words.LOCAL_CLASS_CALLS in group:  # ``Net(``: a call of one of the file's CPU-built module classes
+            wanted |= {name + "(" for name in self.names.local_class_names()
+                       if name in self.present and still_class(self.names, name)}
         # ``from torch import load``: a plain ``load`` means ``torch.load`` (a ``.load`` word).
         # It keeps its ``(``: ``from torch import Tensor`` makes ``Tensor(`` a call, not every annotation.
         wanted |= {word[1:] for word in wanted if word.startswith(".") and self.imported(words.bare(word))}

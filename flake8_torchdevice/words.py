@@ -80,8 +80,9 @@ def bare(word: str) -> str:
     return word[:-1] if word[-1:] in "=(:" else word
 
 
-# A group word standing for the calls of the file's module-level classes (``Net(``): which
-# names those are only the file says (``Scan.group_words`` expands it).
+# A group word standing for the calls of the file's module-level module classes that build on
+# the CPU and move nothing (``Net(``; ``still_modules.still_class``): which names those are only
+# the file says (``Scan.group_words`` expands it).
 LOCAL_CLASS_CALLS = "<module-level class>("
 
 
