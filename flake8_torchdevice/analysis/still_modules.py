@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ..names import ast_dotted_name
 from .layers import layer_state
 
 # Words that may move a tensor: ``.to(...)``, ``.type(torch.cuda.FloatTensor)``, ``.type_as(w)``, and any name
@@ -51,7 +52,7 @@ def _holds_weights(names, node: ast.ClassDef, seen: set) -> bool:
     for sub in ast.walk(node):
         if not isinstance(sub, ast.Call):
             continue
-        dotted = _dotted(sub.func)
+        dotted = ast_dotted_name(sub.func)
         if dotted is None:
             continue
         if dotted.rpartition(".")[2] in ("register_buffer", "register_parameter"):
@@ -63,17 +64,6 @@ def _holds_weights(names, node: ast.ClassDef, seen: set) -> bool:
             return True
     return any(isinstance(names.definition(base), ast.ClassDef) and base not in seen
                and _holds_weights(names, names.definition(base), seen) for base in names.local_bases(node.name))
-
-
-def _dotted(expr: ast.expr) -> Optional[str]:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
 
 
 def _wraps_given(names, node: ast.ClassDef, seen: set) -> bool:
