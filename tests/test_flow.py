@@ -822,3 +822,17 @@ def test_a_store_into_a_dict_batch_rebinds_its_element(store, reported):
         "        out = model(batch['x'])\n        return nn.functional.cross_entropy(out, batch['y'])\n"
     )
     assert codes(source) == reported
+
+
+def test_a_module_never_moved_is_named_by_its_weights_where_it_is_called():
+    source = (
+        "import torch\nfrom torch import nn\n\n\ndef f(x, device):\n    layer = nn.Linear(4, 2)\n"
+        "    y = x.to(device)\n    return layer(y), layer.weight + y\n"
+    )
+    messages = [v.message for v in check_source(source, rules=[CpuMeetsPlaced], strict=True).violations]
+    assert messages == [
+        "layer's weights are on the CPU and y is on the device where they meet; move the module with "
+        ".to(device) before calling it",
+        "layer is on the CPU and y is on the device where they meet; move it with .to(device) or create it "
+        "with device=",
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._lazy import cst
+from ..analysis.code import code_of
 from ..analysis.flow import FlowReports
 from ..analysis.flow.words import COLLECTIVE_WORDS, LIGHTNING_STEPS
 from ..analysis.layers import STATEFUL_LAYERS
@@ -213,6 +215,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
         return flow.meets
 
     def _message(self, meet) -> str:
+        if meet.cpu.layer and isinstance(meet.node, cst.Call) and code_of(meet.node.func) == meet.cpu.label:
+            # a module built here and never moved, called: its weights meet the placed input
+            return (
+                f"{meet.cpu.label}'s weights are on the CPU and {meet.placed.label} is on the device where they "
+                f"meet; move the module with .to(device) before calling it"
+            )
         return (
             f"{meet.cpu.label} is on the CPU and {meet.placed.label} is on the device where they meet; "
             f"move it with .to(device) or create it with device="
