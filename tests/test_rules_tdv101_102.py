@@ -101,6 +101,21 @@ def test_a_module_cuda_call_needs_a_configured_choice():
     assert found(configured) == [(4, "TDV101"), (5, "TDV101")]
 
 
+@pytest.mark.parametrize("bound, expected", [
+    ("imgs = imgs.cuda(non_blocking=True)", []),  # it follows a value this code put on CUDA: no choice
+    ("imgs = load(imgs)", [(4, "TDV101")]),  # it follows a value of unknown device: one that may be the CPU
+])
+def test_a_value_moved_with_cuda_then_followed_is_no_choice(bound, expected):
+    source = f"""
+        import torch
+        def validate(model, imgs, ious):
+            texts = texts.cuda()
+            {bound}
+            return model(imgs, texts), torch.from_numpy(ious).to(imgs.device)
+        """
+    assert found(source) == expected
+
+
 @pytest.mark.parametrize("default, expected", [('"cuda"', []), ('"cuda:0"', []), ("None", [(4, "TDV101")]),
                                                ('"cpu"', [(4, "TDV101")])])
 def test_a_device_parameter_defaulting_to_cuda_is_no_choice(default, expected):

@@ -223,6 +223,7 @@ class DeviceScope:
     bindings: dict = field(default_factory=dict)  # device-like name -> [is a literal CUDA device]
     literal_cuda: list = field(default_factory=list)  # unguarded placements on literal CUDA (names: to resolve)
     moves: list = field(default_factory=list)  # (module receiver, follows a value, target name or None)
+    on_cuda: set = field(default_factory=set)  # names this scope last bound to a ``.cuda()`` result
     offloads: bool = False  # moves a module back with .cpu(): it places its modules by hand
 
     def literal(self, name: str) -> bool:
@@ -314,6 +315,10 @@ class DeviceChoice(AssignmentBindings):
         self._statement_call = node.value if isinstance(node.value, cst.Call) else None
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):  # ``images = images.cuda(non_blocking=True)``: on CUDA from here
+            moved = isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value == "cuda"
+            (self.device_scope.on_cuda.add if moved else self.device_scope.on_cuda.discard)(target.value)
         if isinstance(target, cst.Name) and is_device_name(target):
             storage = storage_choice(value, self.names)
             self._storage_choice = self._storage_choice or storage
@@ -331,8 +336,9 @@ class DeviceChoice(AssignmentBindings):
                 call, self.names, self.CPU_CHOOSES):
             target = device_argument(call)
             name = target.value if isinstance(target, cst.Name) else None
-            self.device_scope.moves.append((is_module_receiver(call, self.is_statement(call)),
-                                            follows_a_value(target), name))
+            if not self._follows_cuda(target):  # ``.to(images.device)`` after ``images = images.cuda()``: no choice
+                self.device_scope.moves.append((is_module_receiver(call, self.is_statement(call)),
+                                                follows_a_value(target), name))
         if not self.cuda_guarded():
             self._note_literal_cuda(call)
         if not self._cuda_required and (
@@ -345,6 +351,12 @@ class DeviceChoice(AssignmentBindings):
             target = call.args[0].value
             if isinstance(target, cst.Name):
                 self._spawned.add(target.value)
+
+    def _follows_cuda(self, target: Optional[cst.BaseExpression]) -> bool:
+        """``images.device`` where this scope last bound ``images`` to a ``.cuda()`` result: it
+        follows a value the code put on CUDA itself, not a device that may be the CPU."""
+        return follows_a_value(target) and isinstance(target.value, cst.Name) \
+            and target.value.value in self.device_scope.on_cuda
 
     def _note_literal_cuda(self, call: cst.Call) -> None:
         """``x.to("cuda")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)``

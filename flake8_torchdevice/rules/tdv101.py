@@ -168,6 +168,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
       a function (or module-level code) that also places on the literal CUDA device or asks CUDA-only questions
       unguarded;
     - a module's `.cuda()` when the only choices follow a value (`.to(x.device)`): that choice covers tensors;
+      and no `.cuda()` when the only value followed is one the same function moved with `.cuda()` (`imgs =
+      imgs.cuda()`, then `.to(imgs.device)`): it follows CUDA, no device that may be the CPU;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device (unless another `.cuda()` of the function is under
       a CUDA check);
     - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, the literal `"cuda"` /
