@@ -24,7 +24,8 @@ from ..rule import Fix, Rule
 
 class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     r"""**On by default.** Precision on held-out user code: 85% (71 of 84 findings true or latent over
-    the held-out batches v2-v46 (v46's first read 2 of 2; v42's one a CUDA-only project's evaluator), with
+    the held-out batches v2-v47 (v46's first read 2 of 2; v47's 0 of 7, a CUDA-only engine whose only `.to()`
+    follows a tensor it moved with `.cuda()`, which is no choice since; v42's one a CUDA-only project's evaluator), with
     the rules of 2026-12-02:
     a GPU chapter's notebook that asks `torch.cuda.current_device()` first needs CUDA anyway, 2 false
     gone); 83% (69 of 83) over v2-v34, with
