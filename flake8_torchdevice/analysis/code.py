@@ -71,6 +71,19 @@ def last_name(expr: "cst.BaseExpression") -> Optional[str]:
     return None
 
 
+# ``nn.Module`` methods that return the module itself: ``model.eval().cuda()`` moves ``model``.
+MODULE_RETURNING_SELF = frozenset({"eval", "train", "float", "half", "double", "bfloat16", "requires_grad_", "apply"})
+
+
+def module_chain_root(expr: "cst.BaseExpression") -> "cst.BaseExpression":
+    """``model`` of ``model.eval().float()``: ``expr`` under its chain of calls of methods that
+    return the module (``expr`` itself when there is none)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in MODULE_RETURNING_SELF:
+        expr = expr.func.value
+    return expr
+
+
 # Fields that only hold whitespace, comments, brackets or punctuation.
 _SKIP = frozenset(
     """asynchronous colon comma comment default_indent default_newline dot

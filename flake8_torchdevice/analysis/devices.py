@@ -14,7 +14,7 @@ from typing import Optional
 from .._lazy import cst
 from ..names import NameResolver
 from .bindings import AssignmentBindings
-from .code import argument, last_name, string_value, subtree
+from .code import argument, last_name, module_chain_root, string_value, subtree
 from .guards import demands_gpu_accelerator, is_nccl_init
 
 # Device types torch accepts in a device string, optionally with an index.
@@ -192,12 +192,7 @@ def is_module_receiver(call: cst.Call, statement: bool) -> bool:
     model/net/encoder."""
     if statement:
         return True
-    receiver = call.func.value
-    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
-        if receiver.func.attr.value in ("eval", "train", "float", "half", "double", "bfloat16"):
-            receiver = receiver.func.value  # ``Net().eval().cuda()``
-        else:
-            break
+    receiver = module_chain_root(call.func.value)  # ``Net().eval().cuda()``
     if isinstance(receiver, cst.Call):
         name = last_name(receiver.func) or ""
         return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"

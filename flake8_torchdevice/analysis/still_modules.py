@@ -39,9 +39,20 @@ def still_class(names, name: str) -> bool:
     the same-file classes and functions it names, never names a move or a device, and that wraps
     no module it is given? A module of it is built on the CPU and stays there until the code moves
     it."""
-    node = names.definition(name)
-    return isinstance(node, ast.ClassDef) and not moves_inputs(names, name) and not _wraps_given(names, node, set()) \
-        and _holds_weights(names, node, set())
+    cache = names.facts.setdefault("still_class", {})  # the flow asks at every construction, the selection once
+    if name not in cache:
+        node = names.definition(name)
+        cache[name] = isinstance(node, ast.ClassDef) and not moves_inputs(names, name) \
+            and not _wraps_given(names, node, set()) and _holds_weights(names, node, set())
+    return cache[name]
+
+
+def _same_file_bases(names, node: ast.ClassDef, seen: set):
+    """The ``ast`` nodes of the same-file bases of ``node`` not in ``seen`` (class names)."""
+    for base in names.local_bases(node.name):
+        definition = names.definition(base)
+        if isinstance(definition, ast.ClassDef) and base not in seen:
+            yield definition
 
 
 def _holds_weights(names, node: ast.ClassDef, seen: set) -> bool:
@@ -62,8 +73,7 @@ def _holds_weights(names, node: ast.ClassDef, seen: set) -> bool:
         built = names.definition(dotted)
         if isinstance(built, ast.ClassDef) and dotted not in seen and _holds_weights(names, built, seen):
             return True
-    return any(isinstance(names.definition(base), ast.ClassDef) and base not in seen
-               and _holds_weights(names, names.definition(base), seen) for base in names.local_bases(node.name))
+    return any(_holds_weights(names, base, seen) for base in _same_file_bases(names, node, seen))
 
 
 def _wraps_given(names, node: ast.ClassDef, seen: set) -> bool:
@@ -81,8 +91,7 @@ def _wraps_given(names, node: ast.ClassDef, seen: set) -> bool:
             }
     if any(isinstance(sub, ast.Call) and _self_attribute_root(sub.func) in stored for sub in ast.walk(node)):
         return True
-    return any(isinstance(names.definition(base), ast.ClassDef) and base not in seen
-               and _wraps_given(names, names.definition(base), seen) for base in names.local_bases(node.name))
+    return any(_wraps_given(names, base, seen) for base in _same_file_bases(names, node, seen))
 
 
 # Calls that keep the modules they are given as they are (on their device).

@@ -8,7 +8,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
-from ..analysis.code import argument, code_of, last_name, param_names, string_value, subtree
+from ..analysis.code import argument, last_name, param_names, string_value, subtree
 from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
@@ -436,13 +436,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         ``map_location``? Then the author loads onto the saved device only when the mapped load
         failed (a legacy file), on purpose."""
         tried = self._handlers[-1] if self._handlers else None
-        given = argument(call, 0, "f")
-        if tried is None or given is None:
-            return False
-        path = code_of(given.value)
-        return any(
+        path = self.file_key(call, 0)
+        return tried is not None and path is not None and any(
             isinstance(sub, cst.Call) and self.names.qualify(sub.func) in TORCH_LOADS and has_map_location(sub)
-            and argument(sub, 0, "f") is not None and code_of(argument(sub, 0, "f").value) == path
+            and self.file_key(sub, 0) == path
             for sub in subtree(tried.body)
         )
 
@@ -557,17 +554,22 @@ def _names_rng_state(path: cst.BaseExpression) -> bool:
 _RANK = re.compile(r"(?:^|_)rank$", re.I)
 
 
-def _self_attribute_read(expr: cst.BaseExpression) -> Optional[str]:
-    """``self.log`` in ``self.log``, ``self.log[:, i]``, ``self.log.data``: the attribute read."""
+def _read(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What ``x[:, i]`` / ``x.data`` reads: ``x``."""
     while isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and expr.attr.value == "data"):
         expr = expr.value
+    return expr
+
+
+def _self_attribute_read(expr: cst.BaseExpression) -> Optional[str]:
+    """``self.log`` in ``self.log``, ``self.log[:, i]``, ``self.log.data``: the attribute read."""
+    expr = _read(expr)
     return expr.attr.value if _is_self_attribute(expr) else None
 
 
 def _local_read(expr: cst.BaseExpression) -> Optional[str]:
     """``train_data`` in ``train_data``, ``train_data[6]``, ``train_data.data``: the local name read."""
-    while isinstance(expr, cst.Subscript) or (isinstance(expr, cst.Attribute) and expr.attr.value == "data"):
-        expr = expr.value
+    expr = _read(expr)
     return expr.value if isinstance(expr, cst.Name) and expr.value != "self" else None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import argument, code_of, last_name, string_value
+from ..code import MODULE_RETURNING_SELF, argument, code_of, last_name, string_value
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
@@ -235,7 +235,7 @@ class Calls:
                         self.meet(call, receiver, value)
                 return receiver if method in KEEPING_METHODS else None
             return None
-        if receiver.kind == MOVED and method in ("eval", "train", "half", "float", "double"):
+        if receiver.kind == MOVED and method in MODULE_RETURNING_SELF:
             return receiver
         if method == "forward" and receiver.kind in (INPUT, OBJECT):  # ``model.forward(x)`` is ``model(x)``
             return placed_result(args)

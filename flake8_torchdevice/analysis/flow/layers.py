@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import argument
+from ..code import argument, module_chain_root
 from ..layers import layer_state
 from .values import CPU, PLACED, Value
 
@@ -79,14 +79,8 @@ def _cpu_layer(call: "cst.Call") -> Value:
     return value
 
 
-# Module methods that return the module itself: ``model.eval().cuda()`` moves ``model``.
-_RETURNING_SELF = frozenset({"eval", "train", "float", "half", "double", "bfloat16", "requires_grad_", "apply"})
-
-
 def moved_layer(receiver: "cst.BaseExpression") -> Optional[str]:
     """The name whose module a ``.to()`` / ``.cuda()`` of ``receiver`` moves in place: ``net`` of
     ``net.cuda()`` and of ``net.eval().cuda()`` (through methods that return the module)."""
-    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
-            and receiver.func.attr.value in _RETURNING_SELF:
-        receiver = receiver.func.value
+    receiver = module_chain_root(receiver)
     return receiver.value if isinstance(receiver, cst.Name) else None
