@@ -526,3 +526,33 @@ def test_a_cuda_type_test_guards_its_branch_and_makes_the_other_branch_unguarded
     assert found(source, [CudaMixedWithToDevice]) == [(6, "TDV101")]
     guarded = source.replace("return torch.cuda.FloatTensor(spect.size(0)).normal_()", "return spect.new_empty(1)")
     assert found(guarded, [CudaMixedWithToDevice]) == []
+
+
+def test_a_value_test_is_a_check_only_for_the_branch_it_sends_a_cpu_value_to():
+    # `if p.is_cuda:` keeps module state next to the input (a tracker head's grids); it asks where
+    # a value is, not whether the machine has CUDA. The `.cuda()` calls after it run for CUDA
+    # inputs too: they are no break of a CPU path the function wrote (silent, as in a CUDA-only
+    # project). Where the test sends a CPU value -- its `else`, the rest of the block after
+    # its body returns, the body of `if not p.is_cuda:` -- a `.cuda()` is reported.
+    source = """
+    import torch
+    class Head(torch.nn.Module):
+        def forward(self, p, targets):
+            if p.is_cuda:
+                self.grid = self.grid.cuda()
+            tconf = targets.cuda()
+            return p + tconf
+    """
+    assert found(source, [CudaMixedWithToDevice]) == []
+    in_else = source.replace("            tconf = targets.cuda()",
+                             "            else:\n                tconf = targets.cuda()")
+    assert found(in_else, [CudaMixedWithToDevice]) == [(8, "TDV101")]
+    returned = source.replace("self.grid = self.grid.cuda()", "return self.grid.cuda() + p")
+    assert found(returned, [CudaMixedWithToDevice]) == [(7, "TDV101")]
+    negated = source.replace("if p.is_cuda:\n                self.grid = self.grid.cuda()",
+                             "if not p.is_cuda:\n                p = p.cuda()\n            else:\n"
+                             "                self.grid = self.grid.cuda()")
+    assert found(negated, [CudaMixedWithToDevice]) == [(6, "TDV101")]
+    # A question of the machine beside it (`p.is_cuda and torch.cuda.is_available()`) checks the whole function.
+    machine = source.replace("if p.is_cuda:", "if p.is_cuda and torch.cuda.is_available():")
+    assert found(machine, [CudaMixedWithToDevice]) == [(7, "TDV101")]

