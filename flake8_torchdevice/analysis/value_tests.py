@@ -38,6 +38,7 @@ class ValueTestBranches:
         self._cpu_value_branches: set[int] = set()  # ids of the Else / If (elif) / IndentedBlock nodes
         self._cpu_value_depth = 0
         self._rest_of_block: list[bool] = []  # per open block: the rest follows ``if x.is_cuda: return ...``
+        self._returning_tests: set[int] = set()  # ids of ``if x.is_cuda:`` whose body leaves the block
 
     def in_cpu_value_branch(self) -> bool:
         return self._cpu_value_depth > 0
@@ -52,15 +53,17 @@ class ValueTestBranches:
         super().visit_If(node)
         self._enter(node)  # an ``elif`` of ``if x.is_cuda:``
         if value_device_test(node.test, self.names):
-            branch = node.body if is_no_cuda_test(node.test, self.names) else node.orelse
+            negative = is_no_cuda_test(node.test, self.names)
+            branch = node.body if negative else node.orelse
             if branch is not None:
                 self._cpu_value_branches.add(id(branch))
+            if not negative and ends_block(node.body):
+                self._returning_tests.add(id(node))
 
     def leave_If(self, node: cst.If) -> None:
         self._leave(node)
         super().leave_If(node)
-        positive = value_device_test(node.test, self.names) and not is_no_cuda_test(node.test, self.names)
-        if positive and ends_block(node.body) and self._rest_of_block and not self._rest_of_block[-1]:
+        if id(node) in self._returning_tests and self._rest_of_block and not self._rest_of_block[-1]:
             self._rest_of_block[-1] = True
             self._cpu_value_depth += 1
 
