@@ -95,6 +95,19 @@ def test_ddp_without_a_gpu_sign_is_cpu_training_until_the_wrapper_moves():
     assert found(head + "    other = DDP(Net())\n    ddp = DDP(Net())\n    other.cuda()\n") == [(9, "TDV301")]
 
 
+def test_a_wrapper_bound_in_one_branch_is_moved_after_the_if_whatever_the_other_branch_binds():
+    # ``if use_cuda: net = DDP(net)`` / ``else: net = DDPCPU(net)``, then ``net.to(device)``: after
+    # the ``if`` the name may be the GPU branch's wrapper, built over the CPU module and moved too late.
+    head = NET + "from torch.nn.parallel import DistributedDataParallel as DDP\n\ndef main(use_cuda, device):\n"
+    branches = "    net = Net()\n    if use_cuda:\n        net = DDP(net)\n    else:\n        net = Other(net)\n"
+    assert found(head + branches + "    net.to(device)\n") == [(11, "TDV301")]
+    # A move inside the other branch moves that branch's value, not the wrapper.
+    assert found(head + branches + "        net.to(device)\n") == []
+    # A rebinding after the wrap on its own path replaces it.
+    assert found(head + branches.replace("        net = Other(net)\n", "        pass\n")
+                 + "    net = Other(net)\n    net.to(device)\n") == []
+
+
 def test_a_construction_in_another_function_is_unknown():
     source = NET + "import torch\n\nmodel = Net()\n\ndef wrap(x):\n    return torch.nn.DataParallel(model)(x)\n"
     assert found(source) == []

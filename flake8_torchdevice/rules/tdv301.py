@@ -61,8 +61,15 @@ class _Frame:
     states: dict = field(default_factory=dict)  # name -> (state, block path)
     blocks: list = field(default_factory=list)  # ids of the enclosing statement blocks
     withs: int = 0  # open ``with`` statements (device contexts, init_empty_weights, ...)
-    wrappers: dict = field(default_factory=dict)  # name -> DDP call waiting for a move
+    wrappers: dict = field(default_factory=dict)  # name -> (DDP call waiting for a move, block path of its binding)
     parallel: dict = field(default_factory=dict)  # name -> DataParallel call of an unplaced module, not yet moved
+
+
+def _on_one_path(first: tuple, then: tuple) -> bool:
+    """Does a statement in block path ``then`` run after one in ``first`` on some path: the same
+    branch or one inside it, or a block that encloses it (after the ``if``), not a sibling branch?"""
+    shorter = min(len(first), len(then))
+    return first[:shorter] == then[:shorter]
 
 
 def _callee_name(func: cst.BaseExpression) -> Optional[str]:
@@ -122,7 +129,9 @@ class WrapBeforePlacement(Rule):
       module afterwards (the training-script form: the wrap inside `if RANK != -1:`, the
       `model = model.to(device)` lines later). Without `device_ids` a CPU module is
       legitimate CPU (gloo) training, so it is reported only when the wrapper itself is
-      moved afterwards (`DDP(model).cuda()`, `ddp = DDP(model); ddp.to(device)`): it was
+      moved afterwards (`DDP(model).cuda()`, `ddp = DDP(model); ddp.to(device)`, also a wrapper
+      bound in one branch of an `if` and moved after it, whatever the other branch binds: `if
+      use_cuda: net = DDP(net)` / `else: net = DDPCPU(net)`, then `net.to(device)`): it was
       meant for a GPU, and was built where its module was.
     - `DataParallel` of an unplaced module whose wrapper is run (`dp(x)`,
       `DataParallel(Net())(x)`) before either is moved. With two or more GPUs that
@@ -293,12 +302,15 @@ class WrapBeforePlacement(Rule):
 
     def _bind(self, name: str, value: cst.BaseExpression) -> None:
         frame = self._frame
-        frame.states[name] = (self._placement(value), tuple(frame.blocks))
-        frame.wrappers.pop(name, None)
+        path = tuple(frame.blocks)
+        frame.states[name] = (self._placement(value), path)
         frame.parallel.pop(name, None)
+        bound = frame.wrappers.get(name)
+        if bound is not None and _on_one_path(bound[1], path):
+            del frame.wrappers[name]  # rebound after the wrap on its path; another branch's binding leaves it
         wrap = id(self._unchain(value))
         if wrap in self._waiting:
-            frame.wrappers[name] = self._waiting[wrap]
+            frame.wrappers[name] = (self._waiting[wrap], path)
         elif wrap in self._parallel:
             frame.parallel[name] = self._parallel[wrap]
 
@@ -377,9 +389,10 @@ class WrapBeforePlacement(Rule):
         if name in frame.states:
             frame.states[name] = (PLACED, ())
         self._release(name)  # ``dp = DataParallel(m); dp.to(device)`` (or ``m.to(device)``) before any forward
-        waiting = frame.wrappers.pop(name, None)
-        if waiting is not None:  # ddp = DDP(m); ddp.cuda(): it was meant for a GPU
-            self._report(waiting, _DDP)
+        waiting = frame.wrappers.get(name)
+        if waiting is not None and _on_one_path(waiting[1], tuple(frame.blocks)):
+            del frame.wrappers[name]  # ddp = DDP(m); ddp.cuda(): it was meant for a GPU
+            self._report(waiting[0], _DDP)
 
     def _release(self, name: str) -> None:
         """``name`` (a DataParallel, or the module one holds) was moved or handed
