@@ -132,6 +132,14 @@ AVAILABILITY_WORDS = frozenset({"is_available", "device_count", "is_cuda", "*gpu
 AVAILABILITY_CALLS = ("torch.cuda.is_available", "torch.cuda.device_count")
 
 
+def asks_where_a_value_is(node: cst.CSTNode) -> bool:
+    """``x.is_cuda`` or ``x.type() == "torch.cuda.HalfTensor"``: a question of a value's device,
+    not of the machine (analysis/value_tests.py tells the two apart)."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "is_cuda"
+    return isinstance(node, cst.Comparison) and is_cuda_type_test(node)
+
+
 def availability_test(expr: cst.CSTNode, names: NameResolver, options: bool = True) -> bool:
     """A test of whether CUDA is there, not of an option: ``torch.cuda.is_available()``,
     ``torch.cuda.device_count()``, ``x.is_cuda``, and (with ``options``) ``args.gpu is
@@ -141,9 +149,7 @@ def availability_test(expr: cst.CSTNode, names: NameResolver, options: bool = Tr
     for node in subtree(expr):
         if isinstance(node, cst.Call) and names.qualify(node.func) in AVAILABILITY_CALLS:
             return True
-        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
-            return True
-        if isinstance(node, cst.Comparison) and is_cuda_type_test(node):
+        if asks_where_a_value_is(node):
             return True
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             comparison = node.comparisons[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .._lazy import cst
 from .code import subtree
-from .guards import AVAILABILITY_CALLS, ends_block, is_cuda_type_test, is_no_cuda_test
+from .guards import AVAILABILITY_CALLS, asks_where_a_value_is, ends_block
 
 
 def value_device_test(expr: cst.CSTNode, names) -> bool:
@@ -22,10 +22,7 @@ def value_device_test(expr: cst.CSTNode, names) -> bool:
     for node in subtree(expr):
         if isinstance(node, cst.Call) and names.qualify(node.func) in AVAILABILITY_CALLS:
             return False
-        if isinstance(node, cst.Attribute) and node.attr.value == "is_cuda":
-            value = True
-        elif isinstance(node, cst.Comparison) and is_cuda_type_test(node):
-            value = True
+        value = value or asks_where_a_value_is(node)
     return value
 
 
@@ -53,7 +50,7 @@ class ValueTestBranches:
         super().visit_If(node)
         self._enter(node)  # an ``elif`` of ``if x.is_cuda:``
         if value_device_test(node.test, self.names):
-            negative = is_no_cuda_test(node.test, self.names)
+            negative = self._if_stack[-1][1]  # CudaGuards.visit_If's ``is_no_cuda_test`` of this test
             branch = node.body if negative else node.orelse
             if branch is not None:
                 self._cpu_value_branches.add(id(branch))

@@ -381,10 +381,10 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
         scope = self.device_scope
         if self.cuda_guarded():
             tests = [frame[0].test for frame in self._if_stack]
-            machine = [test for test in tests if availability_test(test, self.names, options=False)]
-            if any(not value_device_test(test, self.names) for test in machine):
+            checks = [test for test in tests if availability_test(test, self.names, options=False)]
+            if any(not value_device_test(test, self.names) for test in checks):
                 self._checked.add(id(scope))  # checked right here, not by a decorator, a test name or a flag
-            elif machine:
+            elif checks:
                 self._value_checked.add(id(scope))  # ``if p.is_cuda:``: follows a value, which may be on CUDA
             elif any(availability_test(test, self.names) for test in tests):
                 self._option_checked.add(id(scope))
