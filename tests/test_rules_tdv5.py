@@ -836,3 +836,27 @@ def test_tdv504_a_forward_handing_on_all_its_inputs(helper, reported):
         + "\n\nclass Matching(nn.Module):\n    def forward(self, *inputs):\n        return match(*inputs)\n"
     )
     assert lines(FactoryWithoutDeviceInForward, source) == [line + 4 for line in reported]
+
+
+@pytest.mark.parametrize(
+    "read, found",
+    [
+        ("torch.arange(n)[x > 0]", [7]),  # a mask of the input on the GPU cannot index a CPU tensor
+        ("torch.arange(n)[~(x > 0) & (x < 5)]", [7]),
+        ("[i for i in torch.arange(n)[x[0] == 1]]", [7]),
+        ("torch.arange(n, device=x.device)[x > 0]", []),
+        ("torch.arange(n)[x.argmax()]", []),  # a 0-dim index is read as a number, wherever it is
+        ("torch.arange(n)[idx]", []),  # not written as a mask: maybe a number (precision first)
+        ("x[torch.arange(n) > 0]", []),  # a CPU mask may index a GPU tensor
+    ],
+)
+def test_a_cpu_factory_read_through_a_mask_of_the_input_meets_it(read, found):
+    source = f"""
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, x, idx):
+            n = x.size(0)
+            y = x * 2
+            return {read}
+    """
+    assert tdv504(source) == found

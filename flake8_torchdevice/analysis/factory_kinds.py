@@ -206,3 +206,15 @@ def is_literal(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Tuple, cst.List)):
         return all(is_literal(e.value) for e in expr.elements)
     return False
+
+
+def is_mask(expr: cst.BaseExpression) -> bool:
+    """A boolean mask as written: a comparison (``x > 0``), its negation (``~m``), or masks joined
+    with ``&`` / ``|``."""
+    if isinstance(expr, cst.Comparison):
+        return all(type(target.operator).__name__ in COMPARE_OPS for target in expr.comparisons)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return is_mask(expr.expression)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
+        return is_mask(expr.left) and is_mask(expr.right)
+    return False

@@ -27,6 +27,7 @@ from .factory_kinds import (
     flat_args,
     impure,
     is_literal,
+    is_mask,
     is_none_index,
     is_self,
     is_self_member,
@@ -79,6 +80,7 @@ class FactoryValues:
                 return impure(base)  # batch["key"]: a mapping, not a tensor
             if tagged(base, "C") and plain and not any(k is not None for k in indices):
                 return ("C", base[1], True)  # counts[j]: maybe one element (precision first)
+            self._masked_read(expr, base, indices)
             return base
         if isinstance(expr, cst.UnaryOperation):
             kind = self._kind(expr.expression)
@@ -132,6 +134,17 @@ class FactoryValues:
             for part in (expr.lower, expr.upper, expr.step):
                 if part is not None:
                     self._kind(part)
+
+    def _masked_read(self, expr: cst.Subscript, base, indices: list) -> None:
+        """``torch.arange(n)[x > 0]``: a CPU tensor read through a mask made from the input meets
+        it (a mask on the GPU cannot index a CPU tensor). Only a mask written as a comparison: a
+        0-dim index (``x.argmax()``) is read as a number, wherever it is."""
+        if not tagged(base, "C") or base[2]:
+            return
+        elements = [e for e in expr.slice if isinstance(e.slice, cst.Index)]
+        for element, kind in zip(elements, indices):
+            if tagged(kind, "T") and is_mask(element.slice.value):
+                self._found(base, kind)
 
     def _index_kinds(self, subscript: cst.Subscript) -> list:
         kinds = []

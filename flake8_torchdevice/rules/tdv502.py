@@ -24,7 +24,8 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
     - `index_put_`/`index_add_`/`scatter*_`/`masked_fill(_)`/`gather`/`index_select`/`take_along_dim` and similar
       methods;
     - `torch.cat`/`torch.stack`/`torch.where` and other torch functions taking both;
-    - indexing the CPU tensor with input-derived indices in an assignment;
+    - indexing the CPU tensor with input-derived indices in an assignment, or reading it through a mask of them
+      written as a comparison (`torch.arange(n)[x > 0]`);
     - in a method of a module, handing it to one of the module's layers with weights
       (`self.pos_emb(torch.arange(n))`; TDV504's page says which layers count).
 

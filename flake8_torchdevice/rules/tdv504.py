@@ -25,7 +25,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     then meets the method's input in an operation that needs one device: arithmetic or a
     comparison (`x + pad`, `positions < lengths[:, None]`), an in-place op on either side,
     `masked_fill`/`index_add_`/`gather` and similar methods, `torch.cat`/`stack`/`where`, or
-    indexing one with the other in an assignment. Also when the CPU tensor is handed to one
+    indexing one with the other in an assignment, or reading the CPU tensor through a mask of the
+    input written as a comparison (`torch.arange(n)[scores > 0]`; a 0-dim index such as
+    `x.argmax()` is read as a number and not flagged). Also when the CPU tensor is handed to one
     of the module's own layers with weights (`self.pos_emb(torch.arange(n))`, an LSTM's
     `(h0, c0)`): a layer its `__init__` (or a base class's, in this file) builds from a
     `torch.nn` class that holds state (`Embedding`, `Linear`, `Conv*`, `LSTM`/`GRU`/`RNN`,
@@ -118,6 +120,12 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
 
     ```
     RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!
+    ```
+
+    Where the CPU tensor is read through a mask on the GPU (`torch.arange(n)[scores > 0]`):
+
+    ```
+    RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)
     ```
 
     On a CPU machine, with the meta device standing in for the GPU (an operation of the
