@@ -402,6 +402,23 @@ def test_tdv201_a_cache_written_on_a_miss_is_a_round_trip(miss, reported):
     assert found(loaded_into_model, TorchLoadWithoutMapLocation) == [5]
 
 
+@pytest.mark.parametrize("after, reported", [
+    ("vectors = build()\n    torch.save(vectors, fn)", False),  # the cache written after an early return
+    ("if vectors is None:\n        vectors = build()\n    torch.save(vectors, fn)", False),  # nested later
+    ("model = train()\n    torch.save(model.state_dict(), fn)", True),  # weights: another run's checkpoint
+    ("vectors = build()\n    torch.save(vectors, other)", True),  # another file
+])
+def test_tdv201_a_cache_written_later_in_its_scope_is_a_round_trip(after, reported):
+    # ``if os.path.isfile(fn): return torch.load(fn)``, then the miss builds and saves:
+    # not only an ``else`` writes the cache the test checks.
+    source = (
+        "import os\nimport torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
+        "def load_vectors(fn, other, build, train):\n    vectors = None\n"
+        f"    if os.path.isfile(fn):\n        return torch.load(fn)\n    {after}\n    return vectors\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == ([9] if reported else [])
+
+
 @pytest.mark.parametrize("launcher, reported", [
     ("from accelerate import Accelerator\nACC = Accelerator()\n", True),
     ("import accelerate\nACC = accelerate.Accelerator(cpu=False)\n", True),

@@ -119,6 +119,14 @@ class RoundTrips:
         # constructor of the class it is (a class) or is a method of (a function), or None).
         self._scopes: list[tuple[bool, Optional[set]]] = [(False, None)]
         self._handles: list[dict] = [{}]  # per scope: a ``with open(path) as f`` name -> ``path``
+        # An existence test's ``if`` -> the statements of its scope that run after it.
+        self._later: dict[int, list] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        parent = getattr(super(), "visit_Module", None)
+        if parent is not None:
+            parent(node)
+        _note_later(node.body, [], self._later)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append((True, set()))
@@ -127,6 +135,8 @@ class RoundTrips:
         self._scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            _note_later(node.body.body, [], self._later)
         in_class, built = self._scopes[-1]
         method_of = built if in_class else None  # a function nested in a method is no method
         self._saved.append(method_of if method_of is not None and node.name.value == "__init__" else set())
@@ -149,7 +159,9 @@ class RoundTrips:
         if path is None:
             return
         key = layout_free(path)
-        parts = list(subtree(node))
+        # The cache may be written after the test, later in its scope (``if exists(p): return
+        # torch.load(p)`` ... ``torch.save(x, p)``), not only in its ``else``.
+        parts = list(subtree(node)) + [part for later in self._later.get(id(node), ()) for part in subtree(later)]
         handles = {**self._handles[-1], **_handles_in(parts)}  # ``with open(p, "wb") as f: torch.save(x, f)``
         calls = [part for part in parts if isinstance(part, cst.Call)]
         saves = [call for call in calls
@@ -188,6 +200,34 @@ class RoundTrips:
             if target and (target in self._saved[-1] or (built is not None and target in built)):
                 return True
         return False
+
+
+def _note_later(body, after: list, later: dict) -> None:
+    """For each existence test's ``if`` in ``body`` (nested blocks included, not nested
+    scopes): the statements that run after it in its scope (those after it in its block,
+    then ``after``, those after the enclosing statements)."""
+    for index, statement in enumerate(body):
+        rest = list(body[index + 1:]) + after
+        if isinstance(statement, cst.If) and _existence_checked(statement.test) is not None:
+            later[id(statement)] = rest
+        for block in _blocks_of(statement):
+            _note_later(block.body, rest, later)
+
+
+def _blocks_of(statement) -> list:
+    """The indented blocks of a compound statement that belong to its scope."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) or not hasattr(statement, "body"):
+        return []
+    blocks = [statement.body]
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:
+        blocks.append(orelse.body)
+        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        blocks.append(final.body)
+    return [block for block in blocks if isinstance(block, cst.IndentedBlock)]
 
 
 # A model's weights: what a cache of data does not hold. A model trained on a miss and saved

@@ -136,7 +136,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       `"%d.pt" % i`), also through file objects (`with open(path, "wb") as f: torch.save(model, f)`, then
       `torch.load(open(path, "rb"))`): a round trip cannot meet a missing device; so is a cache of data this code writes on a miss
       (`if os.path.isfile(p): x = torch.load(p)` / `else: ...; torch.save(x, p)`, also `p.exists()`, also through
-      file objects), read back on
+      file objects, also a save later in the scope after the test: `if os.path.isfile(p): return torch.load(p)`, then
+      the miss builds and saves), read back on
       the machine that built it, unless the cache holds a model's weights (it saves `model.state_dict()`, a `net`,
       loads into `load_state_dict`, or binds the load to such a name: a model trained on a miss and saved from the GPU
       is another run's checkpoint; a model handed to the code that computes the cached data is not); so is a
