@@ -24,13 +24,13 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 63% (72 of 115 findings true or latent over the
-    held-out batches v2-v51, with the rules of 2026-12-02, session of 13:46; v51's first read 0 of 38, all one
-    project's CUDA-only memory modules whose only `.to()` calls follow values; 94%, 72 of 77, without it). Over
-    v2-v50 (session of 10:42; v50's first read 1 of 1; v49 has none): a test of where a value is, `if
-    p.is_cuda:`, is a check only for the branch it sends a CPU value to, so a CUDA-only tracker's forward, 8
-    false, is no longer reported); 85% (71 of 84) before; 83% (69 of 83) over v2-v34, with the rules of
-    2026-12-01; 63 of 76 over v2-v25, with the rules of 2026-11-29 and the CUDA legacy constructors, whose 4
+    r"""**On by default.** Precision on held-out user code: 62% (72 of 117 findings true or latent over the
+    held-out batches v2-v52, with the rules of 2026-12-02, session of 13:46; v52's first read 0 of 2; v51's 0 of
+    38, all one project's CUDA-only memory modules whose only `.to()` calls follow values; 91%, 72 of 79,
+    without it). Over v2-v50 (session of 10:42; v50's first read 1 of 1; v49 has none): a test of where a value
+    is, `if p.is_cuda:`, is a check only for the branch it sends a CPU value to, so a CUDA-only tracker's
+    forward, 8 false, is no longer reported); 85% (71 of 84) before; 83% (69 of 83) over v2-v34, with the rules
+    of 2026-12-01; 63 of 76 over v2-v25, with the rules of 2026-11-29 and the CUDA legacy constructors, whose 4
     held-out findings are the code of their recall fix; first reads: v47 0 of 7 (a CUDA-only engine whose only
     `.to()` follows a tensor it moved with `.cuda()`, no choice since), v46 2 of 2, v25 1 of 1, v23 0 of 9 (the
     tracker above, 8; a helper of a CUDA-only script, 1), v22 2 of 2, v19 3 of 8 (its false class, the branches
