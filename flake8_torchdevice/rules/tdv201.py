@@ -32,7 +32,7 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
     r"""**On by default.** Precision on held-out user code: 83% (427 of 514 findings true or latent over the
-    held-out batches v2-v52, with the rules of 2026-12-02, session of 13:46; 81%, 338 of 417, without v45's
+    held-out batches v2-v52, with the rules of 2026-12-02, session of 13:46; 80%, 338 of 425, without v45's
     speech lab, whose one main.py template copied into 30 projects gives 89 right findings; first reads per
     batch in docs/precision.md, the last 14 of 16 in v38, 14 of 17 in v39, 0 of 4 in v40, 4 of 23 in v41, where
     one project's trainers save every model on the CPU, 1 of 1 in v42, 2 of 6 in v43, 3 of 5 in v44, 97 of 100
