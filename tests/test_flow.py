@@ -288,6 +288,26 @@ def test_a_run_option_names_a_device_that_may_be_cuda(device, found):
 
 
 @pytest.mark.parametrize(
+    "device, found",
+    [
+        ('config.get("General", "device")', True),  # a configuration's section, read by its key
+        ('cfg["device"]', True),
+        ('self.config["train"]["device"]', True),
+        ('opts.get("train_device")', True),
+        ('config.get("General", "dtype")', False),  # another key
+        ('batch["device"]', False),  # not a configuration
+        ('config.get("General", "cpu_device")', False),  # the key names the CPU
+    ],
+)
+def test_a_configuration_read_by_its_key_names_a_device_that_may_be_cuda(device, found):
+    source = (
+        "def f(self, config, cfg, opts, batch, x):\n"
+        f"    y = x.to({device})\n    return y + torch.ones(3)\n"
+    )
+    assert codes(source) == ([("TDV601", 6)] if found else [])
+
+
+@pytest.mark.parametrize(
     "moves, found",
     [
         ("out = model(x.to(device))", [("TDV602", 7)]),

@@ -60,7 +60,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `.parameters()`) once it is called with a placed tensor (`model(images)` after `images =
       images.to(device)`: on a GPU machine it is there, or that call would fail); a
       device that may be CUDA counts (`"cuda" if ... else "cpu"`, a run's option: `args.device`,
-      `cfg.device`, `accelerator.device`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
+      `cfg.device`, `accelerator.device`, or a configuration read by its key: `config.get("General", "device")`,
+      `cfg["device"]`), and a value placed on one branch (`if args.cuda: model.cuda()`) is
       placed after it: on a GPU machine that branch runs (so a value such a branch moves
       back, `if use_gpu: x = x.cpu()`, is on the CPU after it); the `batch` of a Lightning
       step hook (`training_step`, `validation_step`, `test_step`, `predict_step` of a

@@ -72,6 +72,8 @@ class Places:
         if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
             # else the device of something unknown (a module's own ``self.device``)
             return PLACED if _option_device(expr) or self.configured_self_device(expr) else None
+        if _option_lookup(expr):
+            return PLACED
         name = code_of(expr).lower()
         if "cpu" in name:
             return CPU
@@ -119,6 +121,21 @@ def _option_device(expr: cst.Attribute) -> bool:
     """``args.device`` / ``self.cfg.device`` / ``accelerator.device``: the run's chosen device."""
     holder = expr.value
     return bool(OPTION_HOLDERS.match(last_name(holder) or ""))
+
+
+def _option_lookup(expr: cst.BaseExpression) -> bool:
+    """``config.get("General", "device")``, ``cfg["device"]``, ``config["train"]["device"]``: the run's
+    chosen device read from a configuration by its key, as ``args.device`` is read as an attribute."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get":
+        holder, keys = expr.func.value, [string_value(arg.value) for arg in expr.args[:2] if not arg.keyword]
+    elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        holder, keys = expr.value, [string_value(expr.slice[0].slice.value)]
+    else:
+        return False
+    while isinstance(holder, cst.Subscript):  # ``config["train"]["device"]``: the configuration's section
+        holder = holder.value
+    named = any(key is not None and key.lower().endswith("device") and "cpu" not in key.lower() for key in keys)
+    return named and bool(OPTION_HOLDERS.match(last_name(holder) or ""))
 
 
 def _cpu_factory(qualified: str, call: cst.Call) -> Value:
