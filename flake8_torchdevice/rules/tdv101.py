@@ -24,11 +24,11 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 62% (72 of 117 findings true or latent over the
-    held-out batches v2-v52, with the rules of 2026-12-02, session of 13:46; v52's first read 0 of 2; v51's 0 of
-    38, all one project's CUDA-only memory modules whose only `.to()` calls follow values; 91%, 72 of 79,
-    without it). Over v2-v50 (session of 10:42; v50's first read 1 of 1; v49 has none): a test of where a value
-    is, `if p.is_cuda:`, is a check only for the branch it sends a CPU value to, so a CUDA-only tracker's
+    r"""**On by default.** Precision on held-out user code: 64% (80 of 125 findings true or latent over the
+    held-out batches v2-v53, with the rules of 2026-12-02, session of 13:46; v53's first read 8 of 8; v52's 0 of
+    2; v51's 0 of 38, all one project's CUDA-only memory modules whose only `.to()` calls follow values; 92%, 80
+    of 87, without it). Over v2-v50 (session of 10:42; v50's first read 1 of 1; v49 has none): a test of where a
+    value is, `if p.is_cuda:`, is a check only for the branch it sends a CPU value to, so a CUDA-only tracker's
     forward, 8 false, is no longer reported); 85% (71 of 84) before; 83% (69 of 83) over v2-v34, with the rules
     of 2026-12-01; 63 of 76 over v2-v25, with the rules of 2026-11-29 and the CUDA legacy constructors, whose 4
     held-out findings are the code of their recall fix; first reads: v47 0 of 7 (a CUDA-only engine whose only
