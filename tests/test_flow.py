@@ -856,3 +856,17 @@ def test_a_module_never_moved_is_named_by_its_weights_where_it_is_called():
         "layer is on the CPU and y is on the device where they meet; move it with .to(device) or create it "
         "with device=",
     ]
+
+
+@pytest.mark.parametrize(
+    "build, found",
+    [
+        ("nn.Linear(4, 2).cuda()", True),
+        ("nn.DataParallel(nn.Linear(4, 2)).cuda()", False),  # DataParallel scatters its inputs to its devices
+        ("torch.nn.DataParallel(nn.Linear(4, 2).cuda())", False),
+        ("nn.DataParallel(net).to(device)", False),  # a module of unknown origin, wrapped
+    ],
+)
+def test_a_dataparallel_wrapper_takes_cpu_inputs(build, found):
+    source = f"def f(net, device):\n    model = {build}\n    return model(torch.ones(3, 4))\n"
+    assert codes(source) == ([("TDV601", 6)] if found else [])

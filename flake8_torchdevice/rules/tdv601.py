@@ -112,6 +112,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       checkpoint's entries; data whose shape the code does not show (`torch.tensor(scale)`) counts as 0-dim too,
       except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no
       CPU scalar;
+    - a module wrapped in `nn.DataParallel`, which scatters a forward's inputs to its devices (a CPU input is
+      moved for it);
     - modules of classes defined in the same file whose code may move what it gets: code (or a same-file class or
       function it names) that calls `.to` / `.type` or names a device (`self.device`, `use_cuda`, `to_device`), or
       a base from another library; a class built only from `torch.nn` bases whose code names no move is followed;

@@ -23,8 +23,8 @@ from .values import (
 )
 from .layers import is_cpu_layer, moved_layer
 from .words import (
-    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS, FRAMEWORK_CALLS,
-    KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DATA_PARALLEL, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
+    FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
 )
 
 
@@ -52,6 +52,8 @@ class Calls:
             for arg in call.args:
                 self.ev(arg.value, env)
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
+        if qualified in DATA_PARALLEL:
+            return self.data_parallel(call, env)
         if layer_state(qualified) == "module":
             return self.built_layer(call, qualified, env)
         if isinstance(call.func, cst.Name) and call.func.value not in env and still_class(self.names, call.func.value):
@@ -174,13 +176,25 @@ class Calls:
                 if value is not None and value.kind == CPU and not self.mute:
                     self.flow.meets.append(Meet(call, value, nccl, self.index))
 
+    def data_parallel(self, call: cst.Call, env: dict) -> Value:
+        """``nn.DataParallel(model)``: the module it wraps, which scatters what it is given to its
+        devices before each forward: a CPU input, a loader element left behind included, is no
+        mistake there."""
+        values = [self.ev(arg.value, env) for arg in call.args]
+        inner = values[0] if values else None
+        # A placed module stays placed; any other is only known to be a module: it shares the
+        # wrapped module's parameters, which an in-place ``model.to(device)`` moves later.
+        wrapper = inner.derived() if inner is not None and inner.kind == PLACED else Value(OBJECT, call.func)
+        wrapper.scatters = True
+        return wrapper
+
     def module_call(self, call, module: Value, args) -> Value:
         """A placed module called: each CPU argument meets it. A module of a
         class of this file may move what it gets itself, but not a loader
         element: loops move their batches."""
         placed = module.derived(PLACED, label=module.label)
         for arg, value in args:
-            if value is None or on_purpose(arg) or (module.local and value.kind != SIBLING):
+            if value is None or on_purpose(arg) or module.scatters or (module.local and value.kind != SIBLING):
                 continue
             self.meet(call, value, placed, module=True)
         param = module.param or any(v is not None and (v.param or v.kind == INPUT) for _, v in args)

@@ -37,6 +37,7 @@ class Places:
             return Value(CPU, call, zero=zero)
         label = call.func.value if receiver is None or receiver.kind != PLACED else receiver.label
         moved = Value(PLACED, label, local=local, param=param)
+        moved.scatters = receiver is not None and receiver.scatters
         moved.ctc = receiver is not None and receiver.ctc  # ``nn.CTCLoss().to(device)``
         return moved
 

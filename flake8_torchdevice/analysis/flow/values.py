@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank",
+        "items", "guessed", "rank", "scatters",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -36,6 +36,7 @@ class Value:
         # values: on their device if it is a tensor, but maybe no tensor at all (a metric's NumPy value).
         self.guessed = False
         self.rank: Optional[int] = None  # a NUMPY array's number of dimensions, where its shape is written out
+        self.scatters = False  # a module wrapped in ``nn.DataParallel``: it moves a forward's inputs to its devices
 
     @property
     def label(self) -> str:
@@ -52,6 +53,7 @@ class Value:
         copy.ctc = self.ctc
         copy.spread = self.spread
         copy.guessed = self.guessed
+        copy.scatters = self.scatters
         return copy
 
 
@@ -103,7 +105,7 @@ def same(a: Optional[Value], b: Optional[Value]) -> bool:
         return a.zero == b.zero
     if a.kind == LIST:
         return a is b
-    return a.loop is b.loop and a.local == b.local
+    return a.loop is b.loop and a.local == b.local and a.scatters == b.scatters
 
 
 def either(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
@@ -127,6 +129,9 @@ def merge(a: dict, b: dict) -> dict:
     for one, other in ((a, b), (b, a)):
         for name, value in one.items():
             if name not in merged and value.kind in (PLACED, MOVED):
+                rival = other.get(name)
+                if value.scatters and rival is not None and rival.kind in (PLACED, MOVED) and not rival.scatters:
+                    continue  # the path without the wrapper (one GPU, ``if n_gpu > 1:``) meets CPU inputs
                 merged[name] = value
     return merged
 

@@ -105,6 +105,10 @@ LOADER_WORDS = frozenset(
     train_dataloader val_dataloader valid_dataloader test_dataloader eval_dataloader
     train_dl val_dl valid_dl test_dl dl""".split()
 )
+# ``nn.DataParallel`` scatters a forward's inputs to its devices: a CPU input is moved for it.
+DATA_PARALLEL = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
+)
 # Loops over these wrappers yield what they wrap.
 WRAPPERS = frozenset("enumerate tqdm iter".split())
 DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
