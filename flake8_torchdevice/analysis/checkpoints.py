@@ -10,6 +10,7 @@ from typing import Optional
 from .._lazy import cst
 from ..fixes import edit
 from .code import argument, child_fields, children, layout_free, subtree
+from .guards import else_blocks
 from ..rule import Fix, is_none
 
 
@@ -119,14 +120,15 @@ class RoundTrips:
         # constructor of the class it is (a class) or is a method of (a function), or None).
         self._scopes: list[tuple[bool, Optional[set]]] = [(False, None)]
         self._handles: list[dict] = [{}]  # per scope: a ``with open(path) as f`` name -> ``path``
-        # An existence test's ``if`` -> the statements of its scope that run after it.
-        self._later: dict[int, list] = {}
+        # An existence test's ``if`` -> the statements of its scope that run after it, as
+        # (block, first index) pairs, innermost first: read only for such an ``if``.
+        self._later: dict[int, tuple] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
         parent = getattr(super(), "visit_Module", None)
         if parent is not None:
             parent(node)
-        _note_later(node.body, [], self._later)
+        _note_later(node.body, (), self._later)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append((True, set()))
@@ -136,7 +138,7 @@ class RoundTrips:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if isinstance(node.body, cst.IndentedBlock):
-            _note_later(node.body.body, [], self._later)
+            _note_later(node.body.body, (), self._later)
         in_class, built = self._scopes[-1]
         method_of = built if in_class else None  # a function nested in a method is no method
         self._saved.append(method_of if method_of is not None and node.name.value == "__init__" else set())
@@ -161,7 +163,8 @@ class RoundTrips:
         key = layout_free(path)
         # The cache may be written after the test, later in its scope (``if exists(p): return
         # torch.load(p)`` ... ``torch.save(x, p)``), not only in its ``else``.
-        parts = list(subtree(node)) + [part for later in self._later.get(id(node), ()) for part in subtree(later)]
+        later = [statement for body, start in self._later.get(id(node), ()) for statement in body[start:]]
+        parts = list(subtree(node)) + [part for statement in later for part in subtree(statement)]
         handles = {**self._handles[-1], **_handles_in(parts)}  # ``with open(p, "wb") as f: torch.save(x, f)``
         calls = [part for part in parts if isinstance(part, cst.Call)]
         saves = [call for call in calls
@@ -202,12 +205,13 @@ class RoundTrips:
         return False
 
 
-def _note_later(body, after: list, later: dict) -> None:
+def _note_later(body, after: tuple, later: dict) -> None:
     """For each existence test's ``if`` in ``body`` (nested blocks included, not nested
-    scopes): the statements that run after it in its scope (those after it in its block,
-    then ``after``, those after the enclosing statements)."""
+    scopes): the statements that run after it in its scope, as (block, first index) pairs:
+    those after it in its block, then ``after``, those after the enclosing statements. Kept
+    as pairs, not copied lists, so that a long block costs in proportion to its length."""
     for index, statement in enumerate(body):
-        rest = list(body[index + 1:]) + after
+        rest = ((body, index + 1),) + after
         if isinstance(statement, cst.If) and _existence_checked(statement.test) is not None:
             later[id(statement)] = rest
         for block in _blocks_of(statement):
@@ -218,11 +222,7 @@ def _blocks_of(statement) -> list:
     """The indented blocks of a compound statement that belong to its scope."""
     if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) or not hasattr(statement, "body"):
         return []
-    blocks = [statement.body]
-    orelse = getattr(statement, "orelse", None)
-    while orelse is not None:
-        blocks.append(orelse.body)
-        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    blocks = [statement.body, *else_blocks(getattr(statement, "orelse", None))]
     blocks += [handler.body for handler in getattr(statement, "handlers", ())]
     final = getattr(statement, "finalbody", None)
     if final is not None:

@@ -181,9 +181,15 @@ def is_no_cuda_test(expr: cst.BaseExpression, names: NameResolver) -> bool:
 def branch_blocks(orelse) -> list:
     """The ids of the blocks of the ``else`` / ``elif`` chain ``orelse`` of an ``if``: the
     code that runs when its test is false."""
+    return [id(block) for block in else_blocks(orelse)]
+
+
+def else_blocks(orelse) -> list:
+    """The blocks of an ``else`` / ``elif`` chain (``orelse`` of an ``if``, or a loop's or a
+    ``try``'s ``else``), in order."""
     blocks = []
     while orelse is not None:
-        blocks.append(id(orelse.body))
+        blocks.append(orelse.body)
         orelse = orelse.orelse if isinstance(orelse, cst.If) else None
     return blocks
 
