@@ -121,3 +121,14 @@ def reduces_all(call: "cst.Call", name: str, operands: int) -> bool:
     if positional != operands or any(arg.star for arg in call.args):
         return False
     return not any(arg.keyword is not None and arg.keyword.value in ("dim", "axis") for arg in call.args)
+
+
+# The module wrappers of data parallelism, by qualified name: which kind each is. TDV301/TDV303
+# decide their placement; the device flow reads DataParallel's scatter of a forward's inputs.
+PARALLEL_WRAPPERS = {
+    "torch.nn.DataParallel": "DataParallel",
+    "torch.nn.parallel.DataParallel": "DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "DataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "DistributedDataParallel",
+}

@@ -25,17 +25,12 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis.code import code_of
 from ..analysis.devices import DEFAULT_DEVICE_SETTERS  # change where new modules are created, file-wide
+from ..analysis.vocabulary import PARALLEL_WRAPPERS
 from ..rule import Rule, is_none
 
 _DP = "DataParallel"
 _DDP = "DistributedDataParallel"
-WRAPPERS = {
-    "torch.nn.DataParallel": _DP,
-    "torch.nn.parallel.DataParallel": _DP,
-    "torch.nn.parallel.data_parallel.DataParallel": _DP,
-    "torch.nn.parallel.DistributedDataParallel": _DDP,
-    "torch.nn.parallel.distributed.DistributedDataParallel": _DDP,
-}
+WRAPPERS = PARALLEL_WRAPPERS  # qualified name -> _DP or _DDP
 # Methods that (may) place a module; ``_apply`` is how ``to``/``cuda`` work.
 MOVES = frozenset({"to", "cuda", "xpu", "mps", "npu", "hpu", "ipu", "mtia", "to_empty", "_apply"})
 # Methods that leave a module where it is (and return it, for the chaining ones).

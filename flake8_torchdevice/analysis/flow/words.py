@@ -6,6 +6,7 @@ import re
 
 from ...words import joined_words
 from ..devices import DEFAULT_DEVICE_SETTERS
+from ..vocabulary import PARALLEL_WRAPPERS
 
 # Reading these gives no device-bound tensor.
 META_ATTRS = frozenset("shape dtype ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -106,9 +107,7 @@ LOADER_WORDS = frozenset(
     train_dl val_dl valid_dl test_dl dl""".split()
 )
 # ``nn.DataParallel`` scatters a forward's inputs to its devices: a CPU input is moved for it.
-DATA_PARALLEL = frozenset(
-    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
-)
+DATA_PARALLEL = frozenset(name for name, kind in PARALLEL_WRAPPERS.items() if kind == "DataParallel")
 # Loops over these wrappers yield what they wrap.
 WRAPPERS = frozenset("enumerate tqdm iter".split())
 DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
