@@ -217,8 +217,7 @@ class DeviceScope:
     parent: Optional["DeviceScope"]
     bindings: dict = field(default_factory=dict)  # device-like name -> [is a literal CUDA device]
     literal_cuda: list = field(default_factory=list)  # unguarded placements on literal CUDA (names: to resolve)
-    moves: list = field(default_factory=list)  # (module receiver, follows a value, target name or None)
-    on_cuda: set = field(default_factory=set)  # names this scope last bound to a ``.cuda()`` result
+    moves: list = field(default_factory=list)  # the target name of each device choice (None: not a name)
     offloads: bool = False  # moves a module back with .cpu(): it places its modules by hand
 
     def literal(self, name: str) -> bool:
@@ -240,14 +239,14 @@ class DeviceChoice(AssignmentBindings):
     """Mixin for a ``Rule`` (before ``CudaGuards`` in its bases): does this
     module choose its device? It does when a ``.to()`` chooses one
     (``is_device_move``) that may be CPU: not a name every binding of which
-    is a literal CUDA device (``dev = torch.device("cuda:0")``). A choice that
-    follows a value (``.to(x.device)``) is one for tensors only. It chooses
+    is a literal CUDA device (``dev = torch.device("cuda:0")``). A ``.to()`` that
+    follows a value (``.to(x.device)``) chooses nothing: it goes wherever its input is. It chooses
     nothing when it is a CUDA program anyway: it starts an NCCL process
     group or a launcher that demands a GPU (``accelerator="gpu"``), or the worker it spawns (``mp.spawn(worker, ...)``,
     ``start_processes``) selects its GPU with an unconditional
     ``torch.cuda.set_device``. A scope that places on literal CUDA unguarded
     (``.to("cuda")``, ``device="cuda"``) is ``cuda_bound``. Read
-    ``chooses_device`` / ``choice_for`` in ``leave_Module``, once the whole
+    ``chooses_device`` in ``leave_Module``, once the whole
     module is seen. Rules using it add ``DeviceChoice.READS``: the device
     names' bindings are read wherever they are."""
 
@@ -264,31 +263,15 @@ class DeviceChoice(AssignmentBindings):
         self._spawned: set[str] = set()  # functions handed to mp.spawn / start_processes
         self._function_names: list[str] = []
         self._statement_call: Optional[cst.Call] = None  # the call a bare expression statement makes
-        # A device bound to a storage choice (``"cpu" if gather_on_cpu else "cuda"``): CUDA code,
-        # whose ``.to(x.device)`` follows values its own CUDA or storage choice placed.
-        self._storage_choice = False
 
     def _cuda_program(self) -> bool:
         return self._cuda_required or bool(self._device_setters & self._spawned)
 
-    def _choices(self):
-        for scope in self._device_scopes:
-            for module, follows, name in scope.moves:
-                if follows and self._storage_choice:
-                    continue
-                if name is None or not scope.literal(name):
-                    yield module, follows
-
     @property
     def chooses_device(self) -> bool:
-        return not self._cuda_program() and any(True for _ in self._choices())
-
-    def choice_for(self, module: bool) -> bool:
-        """Does the module choose a device that a ``.cuda()`` of this kind
-        (a module, or a tensor) breaks?"""
-        if self._cuda_program():
-            return False
-        return any(not follows or not module for _, follows in self._choices())
+        """Does the module choose a device that may be the CPU, which a ``.cuda()`` breaks?"""
+        return not self._cuda_program() and any(
+            name is None or not scope.literal(name) for scope in self._device_scopes for name in scope.moves)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -310,14 +293,12 @@ class DeviceChoice(AssignmentBindings):
         self._statement_call = node.value if isinstance(node.value, cst.Call) else None
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):  # ``images = images.cuda(non_blocking=True)``: on CUDA from here
-            moved = isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value == "cuda"
-            (self.device_scope.on_cuda.add if moved else self.device_scope.on_cuda.discard)(target.value)
         if isinstance(target, cst.Name) and is_device_name(target):
-            storage = storage_choice(value, self.names)
-            self._storage_choice = self._storage_choice or storage
-            literal = storage or literal_first_cuda(value, self.names)
+            literal = storage_choice(value, self.names) or literal_first_cuda(value, self.names)
+            if not literal and cpu_or_cuda(value, self.names):
+                # ``device = "cuda" if torch.cuda.is_available() else "cpu"``: the code's own choice,
+                # whether or not a ``.to(device)`` uses it
+                self.device_scope.moves.append(target.value)
             self.device_scope.bindings.setdefault(target.value, []).append(literal)
 
     def is_statement(self, call: cst.Call) -> bool:
@@ -330,10 +311,8 @@ class DeviceChoice(AssignmentBindings):
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and is_device_move(
                 call, self.names, self.CPU_CHOOSES):
             target = device_argument(call)
-            name = target.value if isinstance(target, cst.Name) else None
-            if not self._follows_cuda(target):  # ``.to(images.device)`` after ``images = images.cuda()``: no choice
-                self.device_scope.moves.append((is_module_receiver(call, self.is_statement(call)),
-                                                follows_a_value(target), name))
+            if not follows_a_value(target):  # ``.to(x.device)`` goes wherever ``x`` is: no choice
+                self.device_scope.moves.append(target.value if isinstance(target, cst.Name) else None)
         if not self.cuda_guarded():
             self._note_literal_cuda(call)
         if not self._cuda_required and (
@@ -346,12 +325,6 @@ class DeviceChoice(AssignmentBindings):
             target = call.args[0].value
             if isinstance(target, cst.Name):
                 self._spawned.add(target.value)
-
-    def _follows_cuda(self, target: Optional[cst.BaseExpression]) -> bool:
-        """``images.device`` where this scope last bound ``images`` to a ``.cuda()`` result: it
-        follows a value the code put on CUDA itself, not a device that may be the CPU."""
-        return follows_a_value(target) and isinstance(target.value, cst.Name) \
-            and target.value.value in self.device_scope.on_cuda
 
     def _note_literal_cuda(self, call: cst.Call) -> None:
         """``x.to("cuda")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)``
@@ -399,6 +372,18 @@ def storage_choice(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def cpu_or_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``"cuda" if torch.cuda.is_available() else "cpu"``, also inside ``torch.device(...)``: a literal
+    choice between a CUDA device and another one, a device that may be the CPU."""
+    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    if not isinstance(expr, cst.IfExp):
+        return False
+    branches = (expr.body, expr.orelse)
+    return any((string_value(b) or "").startswith("cuda") or literal_first_cuda(b, names) for b in branches) \
+        and any(non_cuda_literal(b, names) for b in branches)
 
 
 def literal_first_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
