@@ -202,7 +202,7 @@ def is_module_receiver(call: cst.Call, statement: bool) -> bool:
 
 def follows_a_value(target: cst.BaseExpression) -> bool:
     """``.to(x.device)``, ``.to(next(m.parameters()).device)``: a move that
-    follows a value's device, a choice for tensors only (``args.device`` and
+    follows a value's device, no choice of the module's own (``args.device`` and
     ``self.device`` are configured choices)."""
     if not (isinstance(target, cst.Attribute) and target.attr.value == "device"):
         return False

@@ -87,7 +87,7 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
 
     A CUDA default forces CUDA the same way, on every tensor made after it:
     `torch.set_default_tensor_type("torch.cuda.FloatTensor")` (or `torch.cuda.HalfTensor`, ...) and
-    `torch.set_default_device("cuda")`, unguarded, in a module whose choice covers tensors, are
+    `torch.set_default_device("cuda")`, unguarded, in a module that chooses its device, are
     flagged, under `__main__` too (the module's own functions then make CUDA tensors). Setting the
     chosen device (`torch.set_default_device(device)`) or a CUDA default under a CUDA check is not.
 
