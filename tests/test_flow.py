@@ -252,7 +252,8 @@ def test_assigning_data_moves_the_tensor_that_holds_it(move, found):
         ("torch.tensor(read_rows())", True),  # shape unseen: no scalar to a module's weights
         ("torch.tensor(rows)", True),
         ("torch.tensor(0.5)", False),  # surely 0-dim: may be a scalar the forward mixes legally
-        ("torch.tensor(x)", False),  # the parameter may be a tensor anywhere: torch.tensor keeps its device
+        ("torch.tensor(x)", True),  # a copy of the caller's data (a tensor there draws torch's clone() warning)
+        ("torch.as_tensor(x)", False),  # the parameter may be a tensor anywhere: as_tensor keeps its device
     ],
 )
 def test_a_placed_module_given_data_of_unseen_shape(data, found):
@@ -870,3 +871,45 @@ def test_a_module_never_moved_is_named_by_its_weights_where_it_is_called():
 def test_a_dataparallel_wrapper_takes_cpu_inputs(build, found):
     source = f"def f(net, device):\n    model = {build}\n    return model(torch.ones(3, 4))\n"
     assert codes(source) == ([("TDV601", 6)] if found else [])
+
+
+@pytest.mark.parametrize(
+    "made, found",
+    [
+        ("torch.tensor(data)", True),  # a copy of the caller's data: on the CPU
+        ("torch.as_tensor(data)", False),  # as_tensor keeps a tensor input where it is
+        ("torch.asarray(data)", False),
+        ("torch.tensor(data.to(device))", False),
+        ("torch.tensor(data, device=device)", False),
+    ],
+)
+def test_a_copy_of_a_functions_input_is_made_on_the_cpu(made, found):
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Linear(3, 3).to(device)\n\n\n"
+        f"def predict(data):\n    return model({made})\n"
+    )
+    assert codes(source) == ([("TDV601", 9)] if found else [])
+
+
+@pytest.mark.parametrize(
+    "stacked, found",
+    [
+        ("torch.stack([torch.tensor(t) for t in tokens])", True),  # 0-dim items, one dimension more
+        ("torch.nn.utils.rnn.pad_sequence([torch.tensor(t) for t in tokens], batch_first=True)", True),
+        ("torch.cat([torch.zeros(2, 3), torch.zeros(1, 3)], dim=0)", True),  # dim= is an option, no tensor
+        ("torch.stack([torch.tensor(t).to(device) for t in tokens])", False),
+        ("torch.stack([torch.tensor(t) for t in tokens]).to(device)", False),
+        ("torch.stack([torch.zeros(3), x])", False),  # one item of unknown place: unknown as a whole
+    ],
+)
+def test_a_list_of_cpu_tensors_stacked_stays_on_the_cpu(stacked, found):
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Linear(3, 3).to(device)\n\n\n"
+        f"def predict(tokens, x):\n    batch = {stacked}\n    return model(batch)\n"
+    )
+    assert codes(source) == ([("TDV601", 10)] if found else [])
+
+
+def test_a_list_of_cpu_tensors_read_by_numpy_is_no_placed_value():
+    source = "def f(xs):\n    kept = [torch.zeros(2) for x in xs]\n    return np.array(kept)\n"
+    assert codes(source) == []

@@ -36,7 +36,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     placed values are appended to concatenates to a placed tensor:
 
     - CPU: a tensor factory without `device=` (not 0-dim), `torch.from_numpy`,
-      `torch.as_tensor` of a NumPy value, torchvision's image conversions (`transforms.ToTensor()(image)`,
+      `torch.as_tensor` of a NumPy value, `torch.tensor` of the function's own parameter (`torch.tensor(tokens)`: a
+      copy of the caller's data; a tensor given there is copied where it lives, with torch's warning to use
+      `clone().detach()`; not `torch.as_tensor` / `torch.asarray`, made to keep a tensor where it is), a list
+      display or comprehension of CPU tensors and what `torch.stack` / `torch.cat` / `pad_sequence` make of it
+      (stacking gives 0-dim items a dimension; `dim=1` and other literal options are no tensors), torchvision's
+      image conversions (`transforms.ToTensor()(image)`,
       `TF.to_tensor(image)`, `pil_to_tensor(image)`), what a tokenizer or processor returns with
       `return_tensors="pt"` (`tokenizer(text, return_tensors="pt")`, its `["input_ids"]`, `tokenizer.encode(...,
       return_tensors="pt")`), `.cpu()`, `.to("cpu")`, results of ops on CPU

@@ -24,7 +24,7 @@ from .values import (
 from .layers import is_cpu_layer, moved_layer
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DATA_PARALLEL, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
-    FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, TENSOR_MEMBERS,
+    FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, STACKING, TENSOR_MEMBERS,
 )
 
 
@@ -81,7 +81,7 @@ class Calls:
             return Value(DEVICE, call, zero=text is not None and text.startswith("cpu"))
         if qualified.startswith("torch.") and not qualified.startswith("torch.nn.") or qualified.startswith(
             "torch.nn.functional."
-        ):
+        ) or qualified in STACKING:
             return self.torch_function(call, qualified, env)
         if qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
             for arg in call.args:
@@ -93,7 +93,8 @@ class Calls:
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:
                 self.record_numpy(call, values[0])
-            elif values and values[0] is not None and values[0].kind == LIST and values[0].items:
+            elif values and values[0] is not None and values[0].kind == LIST and values[0].items \
+                    and values[0].items[0].kind == PLACED:
                 self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
             return Value(NUMPY, call)
         if reads_as_array(qualified):
@@ -292,6 +293,8 @@ class Calls:
             return None
         values = []
         for arg in call.args:
+            if arg.keyword is not None and _constant(arg.value):
+                continue  # ``dim=1``, ``batch_first=True``: an option, no tensor
             values.extend(self.flat(arg.value, env))
         if qualified in CTC_FUNCTIONS:
             pass  # CTC takes its targets and lengths on the CPU too
@@ -308,7 +311,7 @@ class Calls:
         cpu = [v for v in values if v is not None and v.kind == CPU]
         if cpu and len(cpu) == len(values):
             zero = all(v.zero for v in cpu) or reduces_all(call, qualified.rpartition(".")[2], operands=1)
-            return Value(CPU, cpu[0].label, zero=zero, factory=cpu[0].factory)
+            return Value(CPU, cpu[0].label, zero=zero and qualified not in STACKING, factory=cpu[0].factory)
         return None
 
     def gradients(self, call: cst.Call, where: tuple, env: dict) -> None:
@@ -339,3 +342,12 @@ class Calls:
 
 
 # Where the outputs and the gradients handed with them are: (position, keyword) of each.
+
+
+def _constant(expr) -> bool:
+    """A number, a string, ``True`` / ``False`` / ``None``, or ``-1``."""
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    if isinstance(expr, cst.Name):
+        return expr.value in ("True", "False", "None")
+    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString))

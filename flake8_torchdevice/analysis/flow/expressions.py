@@ -105,7 +105,7 @@ class Expressions:
             return self.conditional(expr, env)
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             elements = self.comprehension(expr, env)
-            return _placed_list(expr, elements) if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) else None
+            return _collected_list(expr, elements) if isinstance(expr, (cst.ListComp, cst.GeneratorExp)) else None
         if isinstance(expr, cst.NamedExpr):
             value = self.ev(expr.value, env)
             self.bind(expr.target, value, env)
@@ -117,7 +117,7 @@ class Expressions:
             collected.items = []
             return collected
         values = [self.ev(child, env) for child in _expression_children(expr)]
-        return _placed_list(expr, values) if isinstance(expr, cst.List) else None
+        return _collected_list(expr, values) if isinstance(expr, cst.List) else None
 
     def conditional(self, expr: cst.IfExp, env: dict) -> Optional[Value]:
         """``a if test else b``. Under a test for CUDA or the code's GPU switch a GPU machine takes
@@ -214,10 +214,12 @@ class Expressions:
         return [self.ev(expr.elt, local)]
 
 
-def _placed_list(expr, items: list) -> Optional[Value]:
-    """A list display or comprehension of placed tensors (or of tuples of them): a LIST whose
-    items are those tensors, so that NumPy of it is NumPy of them; anything else stays unknown."""
-    if not items or not all(item is not None and item.kind == PLACED for item in items):
+def _collected_list(expr, items: list) -> Optional[Value]:
+    """A list display or comprehension of placed tensors (or of tuples of them), or of CPU ones: a
+    LIST whose items are those tensors, so that NumPy of it is NumPy of them and ``torch.stack`` of it
+    lives where they do; anything else stays unknown."""
+    kinds = {item.kind if item is not None else None for item in items}
+    if not items or kinds not in ({PLACED}, {CPU}):
         return None
     collected = Value(LIST, expr)
     collected.items = items

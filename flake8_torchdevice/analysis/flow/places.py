@@ -100,8 +100,10 @@ class Places:
             return None
         if qualified in DATA_FACTORIES and values:
             first = values[0]
-            if first is not None and first.kind in (PLACED, INPUT, SIBLING):
-                return None  # torch.tensor(x) keeps x's device; unknown inputs: unknown
+            if first is not None and first.kind in (PLACED, SIBLING):
+                return None  # torch.tensor(x) keeps x's device
+            if first is not None and first.kind == INPUT and qualified != "torch.tensor":
+                return None  # as_tensor(x) of an input: x may be a tensor, whose device it keeps
             if first is not None and first.kind == NUMPY:
                 return Value(CPU, call.func, factory=True)
         if qualified == "torch.from_numpy":

@@ -33,6 +33,11 @@ COMBINE_FUNCS = frozenset(
     masked_select gather index_select logical_and logical_or bitwise_and bitwise_or atan2 lerp
     cdist outer allclose isclose""".split()
 )
+# torch functions that stack their tensors along a new dimension: the result has one at least,
+# even where every input is 0-dim (``torch.stack([torch.tensor(t) for t in tokens])``).
+STACKING = frozenset(
+    f"torch.{n}" for n in "stack hstack vstack dstack column_stack row_stack nn.utils.rnn.pad_sequence".split()
+)
 # torch's test comparisons check that both sides are on one device (``check_device=True`` by default):
 # "The values for attribute 'device' do not match: cuda:0 != cpu."
 DEVICE_CHECKED_COMPARISONS = frozenset({"torch.testing.assert_close", "torch.testing.assert_allclose"})
