@@ -240,3 +240,24 @@ def test_a_stored_switch_tested_only_in_a_method_named_for_cuda_is_left_alone():
         "    def forward", "    def to_cuda(self, t):\n        if self.use_gpu:\n            return t.cuda()\n"
         "    def forward")
     assert found(source) == []
+
+
+@pytest.mark.parametrize(
+    "communicate, reported",
+    [
+        ("dist.broadcast(seed, src=0)", False),  # NCCL takes CUDA tensors only: the backend's need
+        ("torch.distributed.all_reduce(seed)", False),
+        ("dist.barrier()", True),  # no tensor handed to a collective
+        ("helper.broadcast(seed, src=0)", True),  # not torch.distributed's
+    ],
+)
+def test_a_cuda_default_for_tensors_handed_to_a_collective_is_left_alone(communicate, reported):
+    source = f"""
+    import torch
+    import torch.distributed as dist
+    def init_random_seed(seed=None, device="cuda"):
+        seed = torch.tensor(seed, dtype=torch.int32, device=device)
+        {communicate}
+        return seed.item()
+    """
+    assert found(source) == ([(4, 39)] if reported else [])

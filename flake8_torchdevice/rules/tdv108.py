@@ -8,6 +8,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis import machines
 from ..analysis.code import is_main_guard, last_name, subtree
+from ..analysis.flow.words import COLLECTIVES
 from ..analysis.devices import cuda_literal, device_targets, is_cuda_call, is_device_name
 from ..analysis.guards import CUDA_WORD, CudaGuards, is_cuda_flag
 from ..analysis.machines import MachineEvidence
@@ -26,19 +27,22 @@ _NOT_PLACING = frozenset({
 
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 164 of 188 findings true or latent (87.2%) over the
-    held-out batches v2-v53 with the rules of 2026-12-02 (v53's first read: 0 of 7, a CUDA-only GAN project's
-    defaults; v52's: 2 of 2; v51's: 3 of 3; v50's: 2 of 2; v45's: 5 of 5, v47's 3 of 4, v48's 25 of 27; the
-    switch `__init__` stores for another method, at its first read: 7 of 8; v39's first read 2 of 2; v41's 7 of
-    8, the false one a GPU notebook, which a notebook read as a program now leaves alone; v43's 2 of 6, the
-    false ones the model classes of a project whose every device is a GPU); 99 of 107 (93%) over v2-v34 with the
-    rules of 2026-12-01 (2 of 5 at v34's first read: a CUDA-only project's defaults); 49 of 50 (98%) over v2-v22
-    (none in v18, v20, v21 or v22); at its first reads 49 of 56 in v2-v15, 0 of 3 in v16, 1 of 1 in v17, 3 of 3
-    in v19 (84%). The classes of those false ones (`impl="cuda"`, a kernel choice; a device only compared; a
-    CUDA-only script's defaults) are no longer reported (docs/precision.md). The switch on by default
-    (`cuda=True`, from recall batch 15), over the whole corpus when it was added: 28 of 32 true or latent (87%;
-    17 of them one model zoo's selector); the 4 false ones are GPU-only code whose callers all pass the switch
-    or rely on the GPU by design.
+    r"""**On by default.** Precision on held-out user code: 196 of 218 findings true or latent (89.9%) over the
+    held-out batches v2-v55 with the rules of 2026-12-02, session of 21:29 (v55's first read: 30 of 30, a
+    project's `use_cuda=True` switches beside its `ngpu > 0 and torch.cuda.is_available()` scripts; the two
+    false findings of a seed broadcast's CUDA default are not reported since); 164 of 188 (87.2%) over v2-v53
+    with the rules of 2026-12-02 (v53's first read: 0 of 7, a CUDA-only GAN project's defaults; v52's: 2 of 2;
+    v51's: 3 of 3; v50's: 2 of 2; v45's: 5 of 5, v47's 3 of 4, v48's 25 of 27; the switch `__init__` stores for
+    another method, at its first read: 7 of 8; v39's first read 2 of 2; v41's 7 of 8, the false one a GPU
+    notebook, which a notebook read as a program now leaves alone; v43's 2 of 6, the false ones the model
+    classes of a project whose every device is a GPU); 99 of 107 (93%) over v2-v34 with the rules of 2026-12-01
+    (2 of 5 at v34's first read: a CUDA-only project's defaults); 49 of 50 (98%) over v2-v22 (none in v18, v20,
+    v21 or v22); at its first reads 49 of 56 in v2-v15, 0 of 3 in v16, 1 of 1 in v17, 3 of 3 in v19 (84%). The
+    classes of those false ones (`impl="cuda"`, a kernel choice; a device only compared; a CUDA-only script's
+    defaults) are no longer reported (docs/precision.md). The switch on by default (`cuda=True`, from recall
+    batch 15), over the whole corpus when it was added: 28 of 32 true or latent (87%; 17 of them one model zoo's
+    selector); the 4 false ones are GPU-only code whose callers all pass the switch or rely on the GPU by
+    design.
 
     ## What it does
     Flags the default of a function's parameter when it is a CUDA device (`"cuda"`,
@@ -91,6 +95,9 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     - a function that asks for CUDA itself (`torch.cuda.is_available()`, `torch.cuda.device_count()`
       in its body): it decides where the default cannot be met (`if use_gpu and
       torch.cuda.is_available(): x = x.cuda()`);
+    - a function that hands tensors to a `torch.distributed` collective (`dist.broadcast(seed, src=0)` after
+      `seed = torch.tensor(seed, device=device)`, mmdetection's `init_random_seed`): NCCL, the GPU backend,
+      takes CUDA tensors only, so the CUDA default is that backend's need;
     - a switch on by default that turns nothing on in the function (stored, returned, handed on,
       negated: `if not cuda:`), and one off by default (`cuda=False`);
     - CUDA code by name or guard: a function, class or module named for CUDA or the GPU (`def to_gpu`,
@@ -183,6 +190,8 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
         handed = _handed_on(node.body, self.names)
         if handed is None:
             return  # it asks for CUDA itself
+        if _communicates(node.body, self.names):
+            return  # it hands tensors to torch.distributed collectives, which NCCL takes on CUDA only
         used = None
         for param in defaults:
             name = param.name.value
@@ -262,6 +271,19 @@ def _handed_on(body: cst.BaseSuite, names) -> Optional[set[str]]:
         elif isinstance(node, cst.Name) and id(node) in values:
             handed.add(node.value)
     return handed
+
+
+def _communicates(body: cst.BaseSuite, names) -> bool:
+    """``dist.broadcast(seed_tensor, src=0)`` in the body: its tensors are made for a collective, and
+    NCCL, the GPU backend, takes CUDA tensors only; a CUDA default is that backend's need."""
+    return any(
+        isinstance(node, cst.Call)
+        and (names.qualify(node.func) or "").rpartition(".")[::2] in _COLLECTIVE_CALLS
+        for node in subtree(body)
+    )
+
+
+_COLLECTIVE_CALLS = frozenset(("torch.distributed", name) for name in COLLECTIVES)
 
 
 def _device_uses(body: cst.BaseSuite, names) -> set[str]:
