@@ -710,3 +710,22 @@ def test_tdv111_reports_and_fixes_a_move_named_without_a_call(line, fixed):
 def test_tdv111_leaves_flags_modules_and_references(line):
     source = f"import torch\n\n\ndef f(self, args, tensor, batch, model, options, run):\n    {line}\n"
     assert found(source, MoveNotCalled) == []
+
+
+@pytest.mark.parametrize(
+    "function, reported",
+    [
+        ("def resnet50(pretrained=False, root='~/.torch/models'):\n    net = Net()\n    if pretrained:\n"
+         "        net.load_state_dict(torch.load(get_model_file('resnet50', root=root)))\n    return net", False),
+        ("def init_weights(self, pretrained=''):\n    state = torch.load(pretrained)\n    return state", False),
+        ("def build(weight_path, use_pretrain=True):\n    return torch.load(weight_path)['model']", False),
+        # A caller's checkpoint in a function that names no pretrained weights: still a library load.
+        ("def load_model(net, path):\n    net.load_state_dict(torch.load(path))\n    return net", True),
+        # A script's ``if args.pretrained:`` is no model zoo: its own checkpoint, on a machine with a CPU path.
+        ("def main(args):\n    if args.pretrained:\n        net.load_state_dict(torch.load(args.pretrained))\n"
+         "    device = 'cuda' if torch.cuda.is_available() else 'cpu'", True),
+    ],
+)
+def test_tdv201_a_model_zoos_pretrained_weights_are_left_alone(function, reported):
+    source = "import torch\n\n\n" + function + "\n"
+    assert bool(found(source, TorchLoadWithoutMapLocation)) is reported
