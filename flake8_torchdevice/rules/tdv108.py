@@ -8,8 +8,8 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis import machines
 from ..analysis.code import is_main_guard, last_name, subtree
-from ..analysis.flow.words import COLLECTIVES
 from ..analysis.devices import cuda_literal, device_targets, is_cuda_call, is_device_name
+from ..analysis.flow.words import COLLECTIVES
 from ..analysis.guards import CUDA_WORD, CudaGuards, is_cuda_flag
 from ..analysis.machines import MachineEvidence
 from ..analysis.sessions import is_notebook
