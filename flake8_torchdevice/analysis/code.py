@@ -49,6 +49,15 @@ def string_value(node: "cst.CSTNode") -> Optional[str]:
     return None
 
 
+def is_constant(expr: "cst.BaseExpression") -> bool:
+    """A literal that holds no tensor: a number (signed too), a string, ``None``, ``True`` or ``False``."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return is_constant(expr.expression)
+    return isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
+
+
 def is_main_guard(test: "cst.BaseExpression") -> bool:
     """``__name__ == "__main__"`` (either way round; the string's joined parts too): the test of
     the block that runs a script. The ``ast`` reading of the same test is ``names._is_main_test``."""

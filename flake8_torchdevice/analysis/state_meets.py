@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
+from .code import is_constant
 from .flow.words import COMBINE_METHODS
 
 # Tensor methods, and attributes, that keep the receiver's device and its being n-dimensional.
@@ -97,8 +98,8 @@ def operand(expr, self_attr, held=None, counters=frozenset()) -> Optional[Operan
             expr = expr.value
         elif isinstance(expr, cst.UnaryOperation):
             expr = expr.expression
-        elif isinstance(expr, cst.BinaryOperation) and (_literal(expr.left) or _literal(expr.right)):
-            expr = expr.right if _literal(expr.left) else expr.left  # ``self.a * 2`` is still self.a's
+        elif isinstance(expr, cst.BinaryOperation) and (is_constant(expr.left) or is_constant(expr.right)):
+            expr = expr.right if is_constant(expr.left) else expr.left  # ``self.a * 2`` is still self.a's
         else:
             break
     zero = indices > 0
@@ -111,7 +112,7 @@ def operand(expr, self_attr, held=None, counters=frozenset()) -> Optional[Operan
     if isinstance(expr, cst.Call) and self_attr(expr.func) is not None:
         # a method's result, or a submodule's
         return Operand(None, zero, indices=indices, returned_by=self_attr(expr.func))
-    return None if _literal(expr) else Operand(None)
+    return None if is_constant(expr) else Operand(None)
 
 
 def _literal_index(node: cst.Subscript, counters=frozenset()) -> bool:
@@ -130,14 +131,6 @@ def _integer(expr) -> bool:
     if isinstance(expr, cst.UnaryOperation):
         return _integer(expr.expression)
     return isinstance(expr, cst.Integer)
-
-
-def _literal(expr) -> bool:
-    if isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
-        return True
-    if isinstance(expr, cst.UnaryOperation):
-        return _literal(expr.expression)
-    return isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
 
 
 def call_meeting(node: cst.Call, qualified: Optional[str], operand_of) -> Optional[Meeting]:

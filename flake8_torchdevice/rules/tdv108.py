@@ -9,7 +9,7 @@ from .._lazy import cst
 from ..analysis import machines
 from ..analysis.code import is_main_guard, last_name, subtree
 from ..analysis.devices import cuda_literal, device_targets, is_cuda_call, is_device_name
-from ..analysis.flow.words import COLLECTIVES
+from ..analysis.flow.words import collective_name
 from ..analysis.guards import CUDA_WORD, CudaGuards, is_cuda_flag
 from ..analysis.machines import MachineEvidence
 from ..analysis.sessions import is_notebook
@@ -277,13 +277,9 @@ def _communicates(body: cst.BaseSuite, names) -> bool:
     """``dist.broadcast(seed_tensor, src=0)`` in the body: its tensors are made for a collective, and
     NCCL, the GPU backend, takes CUDA tensors only; a CUDA default is that backend's need."""
     return any(
-        isinstance(node, cst.Call)
-        and (names.qualify(node.func) or "").rpartition(".")[::2] in _COLLECTIVE_CALLS
+        isinstance(node, cst.Call) and collective_name(names.qualify(node.func)) is not None
         for node in subtree(body)
     )
-
-
-_COLLECTIVE_CALLS = frozenset(("torch.distributed", name) for name in COLLECTIVES)
 
 
 def _device_uses(body: cst.BaseSuite, names) -> set[str]:

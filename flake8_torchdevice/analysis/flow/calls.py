@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import MODULE_RETURNING_SELF, argument, code_of, last_name, string_value
+from ..code import MODULE_RETURNING_SELF, argument, code_of, is_constant, last_name, string_value
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
@@ -24,7 +24,7 @@ from .values import (
 from .layers import is_cpu_layer, moved_layer
 from .words import (
     COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DATA_PARALLEL, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
-    FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, STACKING, TENSOR_MEMBERS,
+    FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, STACKING, TENSOR_MEMBERS, collective_name,
 )
 
 
@@ -63,8 +63,9 @@ class Calls:
             for arg in call.args:
                 self.ev(arg.value, env)
             return None
-        if self.nccl and qualified.startswith("torch.distributed.") and qualified[18:] in COLLECTIVES:
-            self.collective(call, qualified[18:], env)
+        collective = collective_name(qualified)
+        if self.nccl and collective is not None:
+            self.collective(call, collective, env)
             return None
         if qualified == "torch.onnx.export":
             args = [self.ev(arg.value, env) for arg in call.args]
@@ -293,7 +294,7 @@ class Calls:
             return None
         values = []
         for arg in call.args:
-            if arg.keyword is not None and _constant(arg.value):
+            if arg.keyword is not None and is_constant(arg.value):
                 continue  # ``dim=1``, ``batch_first=True``: an option, no tensor
             values.extend(self.flat(arg.value, env))
         if qualified in CTC_FUNCTIONS:
@@ -342,12 +343,3 @@ class Calls:
 
 
 # Where the outputs and the gradients handed with them are: (position, keyword) of each.
-
-
-def _constant(expr) -> bool:
-    """A number, a string, ``True`` / ``False`` / ``None``, or ``-1``."""
-    if isinstance(expr, cst.UnaryOperation):
-        expr = expr.expression
-    if isinstance(expr, cst.Name):
-        return expr.value in ("True", "False", "None")
-    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString))

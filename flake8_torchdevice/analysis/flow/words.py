@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from ...words import joined_words
 from ..devices import DEFAULT_DEVICE_SETTERS
@@ -78,6 +79,17 @@ COLLECTIVES = {
     "send": ((0,), 2), "recv": ((0,), 2), "isend": ((0,), 2), "irecv": ((0,), 2),
 }
 COLLECTIVE_WORDS = frozenset(name + "(" for name in COLLECTIVES)
+
+
+def collective_name(qualified: Optional[str]) -> Optional[str]:
+    """``"broadcast"`` for ``torch.distributed.broadcast``: the collective a call makes, or None."""
+    prefix = "torch.distributed."
+    if qualified is None or not qualified.startswith(prefix):
+        return None
+    name = qualified[len(prefix):]
+    return name if name in COLLECTIVES else None
+
+
 _NCCL_LITERAL = re.compile(r"""["']nccl["']""")
 
 
