@@ -5,7 +5,7 @@ them), every rule (the opt-in ones too) over every tenth file. Which sixth turns
 with the day (UTC): the whole package every six days, and all of it in
 ``benchmarks/equivalence.py``; CI's time budget cannot hold all of it each run.
 
-The fix-safety test needs every torch file with a fixable finding, not a sixth:
+The fix-safety test needs every torch file with a fixable finding (of its size), not a sixth:
 ``FIXABLE_LIST`` names them (paths inside torch 2.13.0), and the corpus test checks
 that today's sixth finds exactly the listed files of that sixth, so the list cannot
 go stale for more than six days. ``python tests/corpus_support.py --write`` runs the

@@ -1,6 +1,6 @@
 """``--fix`` never loses code: for every fixture and every torch source file
 with a fixable finding (``tests/torch_fixable_files.txt``, which the corpus test
-keeps true; in memory and on temporary copies), the fixed text
+keeps true; those under ``FIX_FILE_LINES`` lines; in memory and on temporary copies), the fixed text
 parses, only the reported lines change, and a second run is a no-op; writes
 are atomic: a write that fails or is killed midway leaves the original.
 """
@@ -88,11 +88,17 @@ def test_every_fixture(unsafe):
     assert applied >= (10 if unsafe else 5)  # the fixtures really exercise the fixers
 
 
+# The fixers' promises hold per finding, whatever the file's size: torch's 11,000-line
+# distributed_test.py (three fixes, the fixers of the smaller files) cost 40 CPU s of CI's
+# ten minutes here, more than all the other files together; the corpus test still reads it.
+FIX_FILE_LINES = 5000
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_every_torch_file_with_a_fixable_finding(unsafe):
     pytest.importorskip("torch")
-    sources = fixable_sources()
+    sources = [source for source in fixable_sources() if source.count("\n") < FIX_FILE_LINES]
     applied = [check_fix(source, unsafe) for source in sources]
     assert len(sources) >= 5 and sum(applied) >= 5, (len(sources), applied)
 
