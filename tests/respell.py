@@ -2,9 +2,9 @@
 
 Each one changes layout only -- spaces around dots, backslash continuations,
 comments between tokens, line breaks inside brackets, string literals split
-into joined parts -- so the ``ast`` is the same and so must be every rule's
-verdict. ``respellings(source)`` yields (name, text) for those that apply and
-keep the ``ast`` unchanged (checked, not assumed).
+into joined parts or quoted the other way -- so the ``ast`` is the same and so
+must be every rule's verdict. ``respellings(source)`` yields (name, text) for
+those that apply and keep the ``ast`` unchanged (checked, not assumed).
 """
 
 from __future__ import annotations
@@ -103,7 +103,9 @@ def commented_arguments(source: str, tokens, starts) -> list:
 
 
 def joined_strings(source: str, tokens, starts) -> list:
-    """``"cuda:1"`` -> ``"cu" "da:1"``: plain one-line literals without escapes."""
+    """Plain one-line literals without escapes, in turn: ``"cuda:1"`` -> ``"cu" "da:1"``, the next
+    one -> ``'cuda:1'`` (the other quote, where the text holds none), and so on: one file then
+    spells the same string both ways, as real code does (``'/'`` here, ``"/"`` there)."""
     edits = []
     for t in tokens:
         if t.type != tokenize.STRING or t.start[0] != t.end[0]:
@@ -112,8 +114,12 @@ def joined_strings(source: str, tokens, starts) -> list:
         quote = text[-1]
         if text[0] != quote or text[:3] == quote * 3 or "\\" in text or len(text) < 4:
             continue  # prefixed (f, b, r), triple-quoted, escaped or too short
-        middle = (len(text) - 2) // 2 + 1
         start = starts[t.start[0] - 1] + t.start[1]
+        other = "'" if quote == '"' else '"'
+        if len(edits) % 2 and other not in text:
+            edits.append((start, start + len(text), other + text[1:-1] + other))
+            continue
+        middle = (len(text) - 2) // 2 + 1
         split = text[:middle] + quote + " " + quote + text[middle:]
         edits.append((start, start + len(text), split))
     return edits
@@ -124,7 +130,7 @@ RESPELLINGS: dict[str, Callable] = {
     "backslash dots": backslash_dots,
     "broken dots": broken_dots,
     "commented arguments": commented_arguments,
-    "joined strings": joined_strings,
+    "joined or requoted strings": joined_strings,
 }
 
 

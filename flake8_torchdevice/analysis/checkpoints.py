@@ -9,7 +9,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..fixes import edit
-from .code import argument, child_fields, children, layout_free, subtree
+from .code import argument, layout_free, subtree
 from .guards import else_blocks
 from ..rule import Fix, is_none
 
@@ -35,7 +35,7 @@ def file_template(call: cst.Call, position: int, keyword: str = "f") -> Optional
             arg.keyword is not None and arg.keyword.value == keyword
         ):
             holes = _holes(arg.value)
-            return _key_without(arg.value, holes) if holes else None
+            return layout_free(arg.value, holes) if holes else None
     return None
 
 
@@ -53,20 +53,6 @@ def _holes(expr: cst.BaseExpression) -> set:
                 and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
             holes.add(id(node.right))
     return holes
-
-
-def _key_without(expr: cst.BaseExpression, holes: set) -> tuple:
-    """``layout_free`` with each hole's subtree one placeholder."""
-    key, stack = [], [expr]
-    while stack:
-        node = stack.pop()
-        if id(node) in holes:
-            key.append(("hole", None))
-            continue
-        value = getattr(node, "value", None)
-        key.append((type(node).__name__, value if isinstance(value, str) else None))
-        stack.extend(children(node, child_fields(type(node))))
-    return tuple(key)
 
 
 def has_map_location(call: cst.Call, position: int = 1) -> bool:

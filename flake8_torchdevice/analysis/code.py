@@ -158,13 +158,39 @@ def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:
 _FIELDS: dict = {}
 
 
-def layout_free(node: "cst.CSTNode") -> tuple:
+def layout_free(node: "cst.CSTNode", holes: "frozenset | set" = frozenset()) -> tuple:
     """What ``node`` says, whatever its layout (spaces, line breaks, comments,
-    parentheses): two expressions with equal keys are the same code."""
-    return tuple(
-        (type(part).__name__, getattr(part, "value", None) if isinstance(getattr(part, "value", None), str) else None)
-        for part in subtree(node)
-    )
+    parentheses, a string's quotes or its split into joined parts: ``'a/'  "b"`` is
+    ``"a/b"``): two expressions with equal keys are the same code. The subtrees whose
+    ids are in ``holes`` count as one placeholder each (a file name's variable parts)."""
+    key, stack = [], [node]
+    while stack:
+        part = stack.pop()
+        if id(part) in holes:
+            key.append(("hole", None))
+            continue
+        text = _literal_key(part)
+        if text is not None:
+            key.append(("str", text))
+            continue
+        value = getattr(part, "value", None)
+        key.append((type(part).__name__, value if isinstance(value, str) else None))
+        fields = _FIELDS.get(type(part))
+        if fields is None:
+            fields = _FIELDS[type(part)] = child_fields(type(part))
+        stack.extend(children(part, fields))
+    return tuple(key)
+
+
+def _literal_key(node: "cst.CSTNode") -> Optional[str]:
+    """``repr`` of a string or bytes literal's value (joined parts too), or None: an f-string, no literal."""
+    if not isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        return None
+    try:
+        value = node.evaluated_value
+    except Exception:  # noqa: BLE001 -- a literal Python itself would refuse: compare it as written
+        return None
+    return repr(value) if value is not None else None
 
 
 def target_names(target: "cst.CSTNode") -> list[str]:

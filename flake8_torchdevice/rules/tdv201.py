@@ -145,7 +145,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       (`lr_scheduler.load_state_dict(torch.load(f))`: numbers only), and a path that names RNG state (`rng_file`,
       `"rng_state.pth"`: generator states, CUDA's included, are CPU tensors);
     - a file read back in the same scope after `torch.save` wrote it there, named by the same expression (`path`,
-      `os.path.join(tmp, "x")`, `cache.as_posix()`), or by the same name template with other values in it (one file
+      `os.path.join(tmp, "x")`, `cache.as_posix()`; a string's quotes and its split into joined parts are layout:
+      `d + '/x.pth'` is `d + "/" "x.pth"`), or by the same name template with other values in it (one file
       per epoch, `"{}.pkl".format(epoch)`, then the best, `"{}.pkl".format(best_epoch)`; also f-strings and
       `"%d.pt" % i`), also through file objects (`with open(path, "wb") as f: torch.save(model, f)`, then
       `torch.load(open(path, "rb"))`): a round trip cannot meet a missing device; so is a cache of data this code writes on a miss
