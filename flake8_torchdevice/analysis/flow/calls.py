@@ -135,6 +135,12 @@ class Calls:
             helped = helper_result(self.names, call, args)
             if helped is not None:
                 return helped
+        if callee is None and any(value is not None and value.scatters for _, value in args):
+            # ``TSN(batch_size, nn.DataParallel(net))``: a module built around a scattering wrapper hands
+            # its forward's input to it, so a CPU input is scattered for it as well.
+            wrapper = Value(OBJECT, call.func)
+            wrapper.scatters = True
+            return wrapper
         if is_cpu_layer(callee):
             return self.cpu_layer_call(call, callee, args)
         if callee is not None and callee.kind in (PLACED, MOVED):
