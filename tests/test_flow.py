@@ -874,6 +874,24 @@ def test_a_dataparallel_wrapper_takes_cpu_inputs(build, found):
 
 
 @pytest.mark.parametrize(
+    "build, found",
+    [
+        ("TSN(8, nn.DataParallel(net).cuda()).cuda()", False),  # its forward hands the batch to the wrapper
+        ("TSN(8, base=nn.DataParallel(net)).to(device)", False),
+        ("TSN(8, net).cuda()", True),  # no scattering wrapper inside: the CPU batch meets the model
+        ("TSN(8, nn.DataParallel).cuda()", True),  # the class, not a wrapper
+    ],
+)
+def test_a_module_built_around_a_dataparallel_wrapper_scatters_its_input(build, found):
+    source = (
+        "from models import TSN\n\n\ndef test(net, loader, device):\n"
+        f"    tsn = {build}\n    for data, label in loader:\n        label = label.cuda()\n"
+        "        print(tsn(data), label)\n"
+    )
+    assert codes(source) == ([("TDV602", 11)] if found else [])
+
+
+@pytest.mark.parametrize(
     "made, found",
     [
         ("torch.tensor(data)", True),  # a copy of the caller's data: on the CPU
