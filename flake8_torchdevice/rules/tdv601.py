@@ -119,7 +119,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no
       CPU scalar;
     - a module wrapped in `nn.DataParallel`, which scatters a forward's inputs to its devices (a CPU input is
-      moved for it);
+      moved for it), and a module built around one (`TSN(batch_size, nn.DataParallel(net)).cuda()`), whose forward
+      hands its input to the wrapper;
     - modules of classes defined in the same file whose code may move what it gets: code (or a same-file class or
       function it names) that calls `.to` / `.type` or names a device (`self.device`, `use_cuda`, `to_device`), or
       a base from another library; a class built only from `torch.nn` bases whose code names no move is followed;

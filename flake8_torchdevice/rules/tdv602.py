@@ -58,6 +58,8 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       `fabric.setup_dataloaders`, Lightning's `training_step`);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose
       placement the code does not prove, or kept on the CPU on purpose (`lengths`);
+    - elements passed to a model wrapped in `nn.DataParallel` or built around one (`TSN(batch_size,
+      nn.DataParallel(net)).cuda()`): the wrapper scatters a CPU batch to its devices itself;
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`), or
       key by key: a store rebinds the element (`batch["x"] = batch["x"].to(device)`; a computed key, `for k, v in
       batch.items(): batch[k] = to_var(v)`, rebinds every element);
