@@ -149,13 +149,18 @@ def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:
     while stack:
         node = stack.pop()
         yield node
-        fields = _FIELDS.get(type(node))
-        if fields is None:
-            fields = _FIELDS[type(node)] = child_fields(type(node))
-        stack.extend(children(node, fields))
+        stack.extend(children(node, _fields_of(type(node))))
 
 
 _FIELDS: dict = {}
+
+
+def _fields_of(kind: type) -> tuple[str, ...]:
+    """``child_fields``, computed once per node type."""
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = child_fields(kind)
+    return fields
 
 
 def layout_free(node: "cst.CSTNode", holes: "frozenset | set" = frozenset()) -> tuple:
@@ -175,10 +180,7 @@ def layout_free(node: "cst.CSTNode", holes: "frozenset | set" = frozenset()) -> 
             continue
         value = getattr(part, "value", None)
         key.append((type(part).__name__, value if isinstance(value, str) else None))
-        fields = _FIELDS.get(type(part))
-        if fields is None:
-            fields = _FIELDS[type(part)] = child_fields(type(part))
-        stack.extend(children(part, fields))
+        stack.extend(children(part, _fields_of(type(part))))
     return tuple(key)
 
 
