@@ -1,8 +1,11 @@
 """Both pre-commit hooks (``flake8-torchdevice`` and ``torchdevice``) through
-``pre-commit try-repo`` against a temporary git repository.
+``pre-commit try-repo`` and through a config (``pre-commit run``), against a
+temporary git repository.
 
 Slow (pre-commit builds a virtualenv and installs this package from a copy of
-the source tree, pulling flake8 and libcst from PyPI), but CI runs it.
+the source tree, pulling flake8 and libcst from PyPI), but CI runs it: try-repo
+once (it builds a fresh environment every call), the rest through configs that
+share one cached environment.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -56,11 +60,28 @@ def _status(output: str, hook: str) -> str:
     return match.group(1)
 
 
-def test_both_hooks_through_try_repo(tmp_path):
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory):
+    """One committed hook repository and one pre-commit cache for the module: ``pre-commit
+    run`` installs the hooks' environment once (~11 s) and reuses it, keyed by repo and rev."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    repo, target = tmp_path / "hooks", tmp_path / "project"
+    root = tmp_path_factory.mktemp("precommit")
+    repo = root / "hooks"
     _hook_repo(repo)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
+    return SimpleNamespace(repo=repo, sha=sha.strip(), home=root / "cache")
+
+
+def _config(hooks, entry: dict) -> str:
+    """A pre-commit config whose one repo entry is ``entry`` pointed at the hook repository."""
+    entry.update(repo=str(hooks.repo), rev=hooks.sha)
+    return yaml.safe_dump({"repos": [entry]})
+
+
+def test_both_hooks_through_try_repo_then_a_config(hooks, tmp_path):
+    """try-repo (a fresh environment each call, so once); then both hooks from a config."""
+    target = tmp_path / "project"
     target.mkdir()
     (target / "bad.py").write_text(BAD, encoding="utf-8")
     (target / "good.py").write_text(GOOD, encoding="utf-8")
@@ -71,7 +92,7 @@ def test_both_hooks_through_try_repo(tmp_path):
     _git("init", "-q", ".", cwd=target)
     _git("add", "-A", cwd=target)
 
-    failing = _try_repo(repo, target, tmp_path / "cache")
+    failing = _try_repo(hooks.repo, target, tmp_path / "cache")
     output = failing.stdout + failing.stderr
     assert failing.returncode == 1, output
     assert "Traceback" not in output
@@ -82,8 +103,10 @@ def test_both_hooks_through_try_repo(tmp_path):
 
     (target / "bad.py").write_text(GOOD, encoding="utf-8")
     (target / "nb.ipynb").unlink()
+    both = {"hooks": [{"id": "flake8-torchdevice"}, {"id": "torchdevice"}]}
+    (target / ".pre-commit-config.yaml").write_text(_config(hooks, both), encoding="utf-8")
     _git("add", "-A", cwd=target)
-    passing = _try_repo(repo, target, tmp_path / "cache")
+    passing = _pre_commit("run", cwd=target, home=hooks.home)
     output = passing.stdout + passing.stderr
     assert passing.returncode == 0, output
     assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Passed"
@@ -92,7 +115,7 @@ def test_both_hooks_through_try_repo(tmp_path):
     # hook once selected TDV only, which drops E999, and passed it)
     (target / "broken.py").write_text("import torch\ndef f(:\n    torch.load(p)\n", encoding="utf-8")
     _git("add", "-A", cwd=target)
-    broken = _try_repo(repo, target, tmp_path / "cache")
+    broken = _pre_commit("run", cwd=target, home=hooks.home)
     output = broken.stdout + broken.stderr
     assert broken.returncode == 1, output
     assert _status(output, "flake8-torchdevice") == _status(output, "torchdevice") == "Failed"
@@ -109,23 +132,18 @@ def _readme_hook_config() -> dict:
     return yaml.safe_load(ours[0])
 
 
-def test_the_readme_config_with_a_clone_path_and_a_commit_sha(tmp_path):
+def test_the_readme_config_with_a_clone_path_and_a_commit_sha(hooks, tmp_path):
     """``repo:`` a local clone, ``rev:`` a commit SHA, as the README says, through ``pre-commit run``."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
     config = _readme_hook_config()
     (entry,) = config["repos"]
     assert re.fullmatch(r"[0-9a-f]{40}", str(entry["rev"])), "the README's rev: should look like a commit SHA"
-    repo, target = tmp_path / "hooks", tmp_path / "project"
-    _hook_repo(repo)
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout
-    entry.update(repo=str(repo), rev=sha.strip())
+    target = tmp_path / "project"
     target.mkdir()
-    (target / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (target / ".pre-commit-config.yaml").write_text(_config(hooks, entry), encoding="utf-8")
     (target / "bad.py").write_text(BAD, encoding="utf-8")
     _git("init", "-q", ".", cwd=target)
     _git("add", "-A", cwd=target)
-    result = _pre_commit("run", cwd=target, home=tmp_path / "cache")
+    result = _pre_commit("run", cwd=target, home=hooks.home)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert _status(output, "torchdevice") == "Failed"
