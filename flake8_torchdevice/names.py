@@ -33,7 +33,8 @@ def _root(qualified: str) -> str:
 class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
-    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks")
+    __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks",
+                 "argv_at_import")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -50,6 +51,9 @@ class NameResolver:
         self._defs: dict[str, ast.AST] = {}  # module-level class or function -> its ast node
         self.facts: dict = {}  # what shared analyses derived from ``_defs`` once (analysis/still_modules.py)
         self.main_blocks: list[ast.If] = []  # the module's ``if __name__ == "__main__":`` statements
+        # Does the module parse its command line outside those blocks (``args = parser.parse_args()``
+        # at module level)? Then importing it runs the script: it is never a library.
+        self.argv_at_import = False
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -196,20 +200,41 @@ def ast_dotted_name(expr: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
-def module_level_statements(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
+def module_level_statements(body: Iterable[ast.stmt], skip=None) -> Iterable[ast.stmt]:
     """Statements executed at module level, including those nested in
-    ``if``/``try``/``with`` blocks (``try: import torch`` is common)."""
+    ``if``/``try``/``with`` blocks (``try: import torch`` is common); a statement
+    ``skip`` says yes to is left out with all it holds."""
     for stmt in body:
+        if skip is not None and skip(stmt):
+            continue
         yield stmt
         if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.AsyncWith)):
-            yield from module_level_statements(stmt.body)
-            yield from module_level_statements(getattr(stmt, "orelse", []))
+            yield from module_level_statements(stmt.body, skip)
+            yield from module_level_statements(getattr(stmt, "orelse", []), skip)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            yield from module_level_statements(stmt.body)
+            yield from module_level_statements(stmt.body, skip)
             for handler in stmt.handlers:
-                yield from module_level_statements(handler.body)
-            yield from module_level_statements(stmt.orelse)
-            yield from module_level_statements(stmt.finalbody)
+                yield from module_level_statements(handler.body, skip)
+            yield from module_level_statements(stmt.orelse, skip)
+            yield from module_level_statements(stmt.finalbody, skip)
+
+
+# argparse's, and Hugging Face's ``HfArgumentParser``'s, readers of ``sys.argv``.
+_ARGV_READERS = frozenset({"parse_args", "parse_known_args", "parse_args_into_dataclasses"})
+
+
+def _is_main_block(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.If) and _is_main_test(stmt.test)
+
+
+def _reads_argv(stmt: ast.stmt) -> bool:
+    """``args = parser.parse_args()``, ``opt, _ = parser.parse_known_args()``,
+    ``parser.parse_known_args()[0]``: the statement reads the command line."""
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) else None
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _ARGV_READERS)
 
 
 def resolver_from_ast(tree: ast.Module) -> NameResolver:
@@ -235,6 +260,7 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
             resolver.bind_function(stmt.name, stmt)
         elif isinstance(stmt, ast.If) and _is_main_test(stmt.test):
             resolver.main_blocks.append(stmt)
+    resolver.argv_at_import = any(map(_reads_argv, module_level_statements(tree.body, skip=_is_main_block)))
     return resolver
 
 

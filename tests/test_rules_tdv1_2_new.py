@@ -596,6 +596,38 @@ def test_tdv201_a_function_the_script_runs_loads_what_the_script_names(device, r
     assert _in(_SCRIPT.replace("{device}", device), "sample.py", full) == reported
 
 
+_SCRIPT_AT_IMPORT = """\
+    import argparse
+    import torch
+    def load_model(checkpoint):
+        return torch.load(checkpoint)
+    def convert(path):
+        return torch.load(path)
+    parser = argparse.ArgumentParser()
+    {parse}
+    {device}
+    model = load_model(args.ckpt)
+    """
+
+
+@pytest.mark.parametrize("parse, device, reported", [
+    # a file that reads its command line at import is a script, never a library: every function of it
+    # is the script's, called or not, so the script's evidence decides
+    ("args = parser.parse_args()", 'model_device = "cuda"', []),
+    ("args, unknown = parser.parse_known_args()", 'model_device = "cuda"', []),
+    ("args = parser.parse_known_args()[0]", 'model_device = "cuda"', []),
+    ("args = parser.parse_args()", "", [4, 6]),  # a script that never names a GPU runs on the CPU
+    ("args = parser.parse_args()", 'model_device = "cuda" if torch.cuda.is_available() else "cpu"', [4, 6]),
+    # no command line read at import: an importable module, whose functions' paths are their callers'
+    ("args = get_args()", 'model_device = "cuda"', [4, 6]),
+    ('if __name__ == "__main__":\n        args = parser.parse_args()', 'model_device = "cuda"', [4, 6]),
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_file_that_reads_its_command_line_at_import_is_a_script(parse, device, reported, full):
+    source = _SCRIPT_AT_IMPORT.replace("{parse}", parse).replace("{device}", device)
+    assert _in(source, "student.py", full) == reported
+
+
 _CLASS_LOG = """\
     import os
     import torch

@@ -1,5 +1,8 @@
 """The functions a script runs itself: those its ``if __name__ == "__main__":`` block
-calls, directly or through other module-level functions of the file.
+calls, directly or through other module-level functions of the file; and every
+module-level function of a file that reads its command line at import (``args =
+parser.parse_args()`` outside that block): importing such a file runs the script, so
+no library imports it.
 
 Such a function's parameters come from the script (its options, its constants), not
 from a user of a library: a path it loads is the script's choice, so the script's own
@@ -13,7 +16,8 @@ import ast
 
 
 def script_functions(names) -> frozenset:
-    """The module-level functions reachable by plain-name calls from the ``__main__`` block."""
+    """The module-level functions reachable by plain-name calls from the ``__main__`` block;
+    all of them in a script at import."""
     found = names.facts.get("script_functions")
     if found is None:
         found = names.facts["script_functions"] = frozenset(_reachable(names))
@@ -21,6 +25,8 @@ def script_functions(names) -> frozenset:
 
 
 def _reachable(names) -> set:
+    if names.argv_at_import:
+        return set(names.local_function_names())
     seen: set = set()
     pending = [name for block in names.main_blocks for name in _called_names(block)]
     while pending:
