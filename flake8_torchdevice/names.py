@@ -258,7 +258,7 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
             resolver.bind_class(stmt.name, [b for b in bases if b], stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.bind_function(stmt.name, stmt)
-        elif isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+        elif _is_main_block(stmt):
             resolver.main_blocks.append(stmt)
     resolver.argv_at_import = any(map(_reads_argv, module_level_statements(tree.body, skip=_is_main_block)))
     return resolver
