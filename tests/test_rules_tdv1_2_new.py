@@ -479,18 +479,68 @@ def test_tdv106_reads_only_device_positions():
     [
         ('print("visible GPUs:", args.gpu_id)', False),
         ('logger.info("GPU %s", args.gpu_id)', False),
-        ("model.cuda(args.gpu_id)", True),  # the id chooses the GPU: a GPU per process
-        ('print(args.gpu_id)\n    model.cuda(args.gpu_id)', True),
         ('logger.warning(f"rank {args.local_rank}")', True),  # a rank shown: there are processes
+        ('print(os.environ["LOCAL_RANK"])', True),
+        ("torch.cuda.set_device(int(os.environ['LOCAL_RANK']))", True),
+        ("model = DDP(model, device_ids=[args.gpu_id])", True),
     ],
 )
 def test_tdv201_a_gpu_id_that_is_only_shown_is_no_gpu_per_process(shown, reported):
     # A CUDA-only function (an unguarded .cuda()) loads where its GPU is, unless processes run
     # one per GPU; a GPU id printed or logged chooses nothing.
     source = (
-        "import logging\nimport torch\nlogger = logging.getLogger()\n\n\n"
+        "import logging\nimport os\nimport torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "logger = logging.getLogger()\n\n\n"
         "def main(args, model):\n    model = model.cuda()\n"
         f"    {shown}\n    model.load_state_dict(torch.load(args.resume))\n"
+    )
+    lines = found(source, TorchLoadWithoutMapLocation)
+    assert bool(lines) is reported
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        "model.cuda(args.gpu_id)",
+        "model = nn.DataParallel(model, device_ids=[args.gpu_id]).cuda()",
+        "model = nn.DataParallel(model, device_ids=args.device_ids).cuda()",
+        'device = torch.device("cuda:{:d}".format(cfg.gpu_id))\n    model = model.cuda(device=device)',
+        'os.environ["CUDA_VISIBLE_DEVICES"] = str(args.local_rank)',
+    ],
+)
+def test_tdv201_a_gpu_id_is_one_process_choosing_its_gpu(choice):
+    """A GPU's id says where one process runs (as ``set_device(args.gpu)`` does): a CUDA-only
+    function's load reads a file saved from ``cuda:0`` wherever it runs. Only a rank makes
+    processes per GPU."""
+    source = (
+        "import os\nimport torch\nfrom torch import nn\n\n\n"
+        "def main(args, cfg, model):\n    model = model.cuda()\n"
+        f"    {choice}\n    model.load_state_dict(torch.load(args.resume))\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == []
+    pinned = "    torch.cuda.set_device(args.local_rank)\n    model.load_state_dict"
+    ranked = source.replace("    model.load_state_dict", pinned)
+    assert found(ranked, TorchLoadWithoutMapLocation) == [ranked.count("\n")]
+
+
+@pytest.mark.parametrize(
+    "question, reported",
+    [
+        ("print(torch.cuda.is_available())", False),
+        ('logger.info("CUDA: %s", torch.cuda.is_available())', False),
+        ('print("running on", "cuda" if torch.cuda.is_available() else "cpu")', False),
+        ('logger.info("device: %s", "cpu")', False),
+        ("use_gpu = torch.cuda.is_available()", True),  # asked and kept: the script branches on it
+        ('if torch.cuda.is_available():\n    print("GPU")', True),
+    ],
+)
+def test_tdv201_a_cuda_question_only_shown_is_no_cpu_path(question, reported):
+    """A script that prints whether CUDA is there and then needs it (an unguarded ``.cuda()``)
+    has no CPU path: its load reads where the GPU is."""
+    source = (
+        "import logging\nimport torch\nlogger = logging.getLogger()\n"
+        f"{question}\n"
+        "model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load(\"model.pth\"))\nmodel.cuda()\n"
     )
     lines = found(source, TorchLoadWithoutMapLocation)
     assert bool(lines) is reported

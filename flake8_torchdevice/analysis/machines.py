@@ -5,11 +5,12 @@ the file. Whether the code meets such a machine is written in it: a CPU path (a 
 fallback, ``"cuda" if torch.cuda.is_available() else "cpu"``; a ``"cpu"`` device or
 option; a ``--no-cuda`` flag; a branch on a CUDA flag, ``if opt.cuda:``), but not a
 result moved to the CPU (``feat.to("cpu")``) nor a flag named only as a callee's
-keyword (``use_gpu=...``); several GPUs chosen per process (``LOCAL_RANK``, ``gpu_id``,
-``DistributedDataParallel``, ``set_device`` of a rank, a launcher such as Accelerate's ``Accelerator``
-or Lightning's ``Fabric``, which also runs on the CPU where there is no GPU), where each rank
-would load onto the GPU that saved the file; or a requirement of CUDA (``assert torch.cuda.is_available()``),
-which rules the CPU path out.
+keyword (``use_gpu=...``), nor a question only shown (``print(torch.cuda.is_available())``);
+several GPUs chosen per process (``LOCAL_RANK``, ``DistributedDataParallel``, ``set_device`` of a
+rank, a launcher such as Accelerate's ``Accelerator`` or Lightning's ``Fabric``, which also runs on
+the CPU where there is no GPU), where each rank would load onto the GPU that saved the file, but not
+a GPU's id (``gpu_id``, ``device_ids``), which says where one process runs; or a requirement of
+CUDA (``assert torch.cuda.is_available()``), which rules the CPU path out.
 
 ``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk (a rule
 that defines ``visit_If`` / ``visit_IfExp`` itself must call ``super()``);
@@ -27,8 +28,10 @@ from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
 
 _CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
-_RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK", "gpu_id", "device_ids"})
-_GPU_ID_WORDS = _RANK_WORDS - {"local_rank", "LOCAL_RANK"}  # a GPU's id, not a process's rank
+# A process's rank. A GPU's id (``gpu_id``, ``device_ids=[args.gpu]``) is no rank: it chooses where
+# one process runs, as ``set_device(args.gpu)`` does below (in the held-out projects, 8 loads beside
+# one were CUDA-only programs' checkpoints saved from ``cuda:0``, none a job of processes per GPU).
+_RANK_WORDS = frozenset({"local_rank", "LOCAL_RANK"})
 _MULTI_GPU_CALLS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
 })
@@ -49,8 +52,8 @@ READS = frozenset(
 
 # Names of a switch between one GPU and several (``multigpus``, ``use_multi_gpu``).
 _SEVERAL_GPUS = re.compile(r"multi(?:ple)?_?gpu", re.I)
-# Calls that only report a value (``print(args.gpu_id)``, ``logger.info("gpu %s", gpu_id)``):
-# a name read there is no device choice of the code.
+# Calls that only report a value (``print(torch.cuda.is_available())``, ``logger.info("on %s", "cpu")``):
+# what is read there is no branch the code takes.
 _REPORTING_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log", "set_description"})
 
 
@@ -79,6 +82,13 @@ def _reports_only(call: cst.Call) -> bool:
 def _several_gpus_switch(test: cst.BaseExpression) -> bool:
     """``if multigpus:`` / ``args.multi_gpu``: a flag alone whose name says several GPUs."""
     return is_cuda_flag(test) and bool(_SEVERAL_GPUS.search(last_name(test) or ""))
+
+
+def _names_rank(node: cst.CSTNode) -> bool:
+    """``local_rank`` / ``os.environ["LOCAL_RANK"]``: processes, one per GPU."""
+    if isinstance(node, cst.Name):
+        return node.value in _RANK_WORDS
+    return isinstance(node, cst.SimpleString) and string_value(node) in _RANK_WORDS
 
 
 class MachineEvidence:
@@ -120,7 +130,7 @@ class MachineEvidence:
             self.uses_gpus_per_process = True
 
     def visit_Name(self, node: cst.Name) -> None:
-        # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.gpu_id``.
+        # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.local_rank``.
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if id(node) in self._not_evidence:
             return
@@ -137,9 +147,9 @@ class MachineEvidence:
             self._hide_names(node.value)
 
     def _hide_names(self, value: cst.BaseExpression) -> None:
-        """A GPU id that only says which GPUs the process sees (``os.environ["CUDA_VISIBLE_DEVICES"]
-        = opt.gpu_id``) is no GPU per process: the process sees its GPU as ``cuda:0``, where
-        its files were saved."""
+        """A rank that only says which GPUs the process sees (``os.environ["CUDA_VISIBLE_DEVICES"]
+        = str(args.local_rank)``) is no GPU per process: the process sees its GPU as ``cuda:0``,
+        where its files were saved."""
         self._not_evidence.update(id(node) for node in subtree(value) if isinstance(node, cst.Name))
 
     def visit_Assert(self, node: cst.Assert) -> None:
@@ -167,7 +177,8 @@ class MachineEvidence:
         (``if opt.cuda:``, ``if torch.cuda.is_available():``): the code also runs with it off,
         on the CPU. Not under ``assert``: that requires CUDA. Not a switch between one GPU and
         several (``self.model.module if multigpus else self.model``): its other branch is a GPU's too."""
-        if not self._asserts and is_cuda_test(test) and not _several_gpus_switch(test):
+        if not self._asserts and id(test) not in self._not_evidence and is_cuda_test(test) \
+                and not _several_gpus_switch(test):
             self.has_cpu_path = True
 
     def note_machine_call(self, call: cst.Call) -> None:
@@ -186,11 +197,11 @@ class MachineEvidence:
                 and string_value(positional[0].value) == _VISIBLE:
             self._hide_names(positional[1].value)  # os.environ.setdefault("CUDA_VISIBLE_DEVICES", gpu_id)
         if _reports_only(call):
-            # ``print(args.gpu_id)``: a GPU id shown, not used to choose a device. A rank shown
+            # ``print(torch.cuda.is_available())``: a CPU path shown, not taken. A rank shown
             # (``logger.warning(f"rank {args.local_rank}")``) still says the processes exist.
-            self._not_evidence.update(
-                id(node) for node in subtree(call) if isinstance(node, cst.Name) and node.value in _GPU_ID_WORDS
-            )
+            self._not_evidence.update(id(node) for node in subtree(call) if not _names_rank(node))
+        if id(call) in self._not_evidence:
+            return
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too
         elif name in _MULTI_GPU_CALLS or name.rpartition(".")[2] == "DistributedDataParallel":
