@@ -1,16 +1,16 @@
 """Which machines a module can run on, as its own code says (TDV201's evidence).
 
-A load without ``map_location`` fails only on a machine without the GPU that saved
-the file. Whether the code meets such a machine is written in it: a CPU path (a device
-fallback, ``"cuda" if torch.cuda.is_available() else "cpu"``; a ``"cpu"`` device or
-option; a ``--no-cuda`` flag; a branch on a CUDA flag, ``if opt.cuda:``), but not a
-result moved to the CPU (``feat.to("cpu")``) nor a flag named only as a callee's
-keyword (``use_gpu=...``), nor a question only shown (``print(torch.cuda.is_available())``);
-several GPUs chosen per process (``LOCAL_RANK``, ``DistributedDataParallel``, ``set_device`` of a
-rank, a launcher such as Accelerate's ``Accelerator`` or Lightning's ``Fabric``, which also runs on
-the CPU where there is no GPU), where each rank would load onto the GPU that saved the file, but not
-a GPU's id (``gpu_id``, ``device_ids``), which says where one process runs; or a requirement of
-CUDA (``assert torch.cuda.is_available()``), which rules the CPU path out.
+A load without ``map_location`` fails only on a machine without the GPU that saved the file. Whether
+the code meets such a machine is written in it: a CPU path (a device fallback, ``"cuda" if
+torch.cuda.is_available() else "cpu"``; a ``"cpu"`` device or option; a ``--no-cuda`` flag; a branch
+on a CUDA flag, ``if opt.cuda:``), but not a result moved to the CPU (``feat.to("cpu")``) nor a flag
+named only as a callee's keyword (``use_gpu=...``), nor a question only shown
+(``print(torch.cuda.is_available())``, a notebook cell's value); several GPUs chosen per process
+(``LOCAL_RANK``, ``DistributedDataParallel``, ``set_device`` of a rank, a launcher such as
+Accelerate's ``Accelerator`` or Lightning's ``Fabric``, which also runs on the CPU where there is no
+GPU), where each rank would load onto the GPU that saved the file, but not a GPU's id (``gpu_id``,
+``device_ids``), which says where one process runs; or a requirement of CUDA (``assert
+torch.cuda.is_available()``), which rules the CPU path out.
 
 ``MachineEvidence`` is a mixin for a ``Rule``: it notes that evidence during the walk (a rule
 that defines ``visit_If`` / ``visit_IfExp`` itself must call ``super()``);
@@ -145,6 +145,14 @@ class MachineEvidence:
             parent(node)
         if any(_sets_visible_devices(target.target) for target in node.targets):
             self._hide_names(node.value)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        parent = getattr(super(), "visit_Expr", None)
+        if parent is not None:
+            parent(node)
+        # ``torch.cuda.is_available()`` as a statement: a notebook cell shows the answer, no branch takes it.
+        if isinstance(node.value, cst.Call) and self.names.qualify(node.value.func) == "torch.cuda.is_available":
+            self._not_evidence.add(id(node.value))
 
     def _hide_names(self, value: cst.BaseExpression) -> None:
         """A rank that only says which GPUs the process sees (``os.environ["CUDA_VISIBLE_DEVICES"]

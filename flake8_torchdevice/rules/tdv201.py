@@ -65,8 +65,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     device fallback such as `"cuda" if torch.cuda.is_available() else "cpu"`, a `"cpu"`
     device or option, a `no_cuda` / `use_cuda` flag, a branch on a CUDA flag such as `if
     opt.cuda:`; not a result taken off the device,
-    `feat.to("cpu")`, nor a callee's keyword, `f(use_gpu=...)`, nor a question only printed or logged,
-    `print(torch.cuda.is_available())`), when it runs one process per GPU
+    `feat.to("cpu")`, nor a callee's keyword, `f(use_gpu=...)`, nor a question only printed, logged or
+    shown as a notebook cell's value, `print(torch.cuda.is_available())`), when it runs one process per GPU
     (`LOCAL_RANK`, `DistributedDataParallel`, `set_device` of a rank: every
     rank would load onto the GPU that saved the file; so does a launcher that starts one
     process per GPU and falls back to the CPU where there is none: Accelerate's `Accelerator`,
@@ -109,11 +109,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     ## When it does not report
     - code with no sign of another machine: no CPU path, one GPU, and the path not given by a caller (a CUDA-only
       script, `assert torch.cuda.is_available()` with no process per GPU; a switch between one GPU and several,
-      `self.model.module if multigpus else self.model`, is no CPU path, nor is a CUDA question only printed or
-      logged, `print(torch.cuda.is_available())`; a GPU's id, `gpu_id`, `device_ids=[args.gpu]`,
-      `torch.device(f"cuda:{cfg.gpu_id}")`, and `torch.cuda.set_device(args.gpu)` without a rank in it, is no
-      process per GPU: one process choosing its GPU, which loads a file saved from `cuda:0` wherever it runs;
-      nor is a rank that only sets `os.environ["CUDA_VISIBLE_DEVICES"]`: the process sees that GPU as `cuda:0`);
+      `self.model.module if multigpus else self.model`, is no CPU path, nor is a CUDA question only printed, logged
+      or shown as a notebook cell's value, `print(torch.cuda.is_available())`; a GPU's id, `gpu_id`,
+      `device_ids=[args.gpu]`, `torch.device(f"cuda:{cfg.gpu_id}")`, and `torch.cuda.set_device(args.gpu)` without a
+      rank in it, is no process per GPU: one process choosing its GPU, which loads a file saved from `cuda:0`
+      wherever it runs; nor is a rank that only sets `os.environ["CUDA_VISIBLE_DEVICES"]`: the process sees that GPU
+      as `cuda:0`);
     - a path given by the caller where the caller is the script itself: a function the file's `if __name__ ==
       "__main__":` block runs, directly or through its other functions (`load_model(args.ckpt, device)` in a
       sampling script), loads what the script names, so the script's evidence decides as above; so does every
