@@ -106,8 +106,9 @@ class MachineEvidence:
         self._locations: set[int] = set()  # ids of map_location arguments
         self._in_location = 0
         # ``feat.to("cpu")`` takes a result off the device, ``f(use_gpu=...)`` names a callee's
-        # parameter: neither is a CPU path of this code.
-        self._not_evidence: set[int] = set()  # ids of such strings and keyword names
+        # parameter, ``print(torch.cuda.is_available())`` shows an answer: none is a CPU path of
+        # this code.
+        self._not_evidence: set[int] = set()  # ids of such nodes (strings, names, calls, tests)
 
     def _is_location(self, node: cst.Arg) -> bool:
         return id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
@@ -126,7 +127,7 @@ class MachineEvidence:
             return
         if is_cpu_string(node):
             self.has_cpu_path = True
-        elif string_value(node) in _RANK_WORDS:  # os.environ["LOCAL_RANK"]
+        elif _names_rank(node):  # os.environ["LOCAL_RANK"]
             self.uses_gpus_per_process = True
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -136,7 +137,7 @@ class MachineEvidence:
             return
         if node.value in _CPU_FLAGS:
             self.has_cpu_path = True
-        elif node.value in _RANK_WORDS:
+        elif _names_rank(node):
             self.uses_gpus_per_process = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
