@@ -931,3 +931,97 @@ def test_a_list_of_cpu_tensors_stacked_stays_on_the_cpu(stacked, found):
 def test_a_list_of_cpu_tensors_read_by_numpy_is_no_placed_value():
     source = "def f(xs):\n    kept = [torch.zeros(2) for x in xs]\n    return np.array(kept)\n"
     assert codes(source) == []
+
+
+@pytest.mark.parametrize(
+    "imports, build, found",
+    [
+        ("from torchvision import models", "models.resnet18(weights='DEFAULT')", True),
+        ("import torchvision", "torchvision.models.detection.fasterrcnn_resnet50_fpn()", True),
+        ("from torchvision.models import get_model", "get_model('vit_b_16')", True),
+        ("import torchvision.models as tvm", "tvm.resnet50(pretrained=True)", True),
+        ("from torchvision import models", "models.resnet18(**options)", False),  # ** may pass anything
+        ("from torchvision import models", "models.get_weight('ResNet18_Weights.DEFAULT')", False),  # no model
+        ("from torchvision.models import feature_extraction",
+         "feature_extraction.create_feature_extractor(net, ['layer4'])", False),  # wraps a given module
+        ("from mylib import models", "models.resnet18()", False),  # not torchvision's
+    ],
+)
+def test_a_torchvision_model_is_built_on_the_cpu(imports, build, found):
+    source = (
+        f"{imports}\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        f"def evaluate(loader, net, options):\n    model = {build}\n    model.eval()\n"
+        "    for x, y in loader:\n        out = model(x.to(device))\n"
+    )
+    assert codes(source) == ([("TDV601", 13)] if found else [])
+
+
+@pytest.mark.parametrize("move", [
+    "model = model.to(device)", "model.to(device)", "model.cuda()", "model = nn.DataParallel(model).cuda()",
+    "train(model)",  # another function may move it
+    "with torch.device(device):\n        model = models.resnet18()",  # built on the device
+])
+def test_a_torchvision_model_moved_or_handed_on_is_not_reported(move):
+    source = (
+        "from torchvision import models\n\ndevice = torch.device('cuda')\n\n\n"
+        f"def evaluate(loader):\n    model = models.resnet18()\n    {move}\n"
+        "    for x, y in loader:\n        out = model(x.to(device))\n"
+    )
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize(
+    "build, found",
+    [
+        ("nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 3.0]))", True),
+        ("nn.CrossEntropyLoss(torch.tensor([1.0, 2.0, 3.0]))", True),  # weight is its first parameter
+        ("nn.NLLLoss(weight=torch.FloatTensor(counts))", True),
+        ("nn.BCEWithLogitsLoss(pos_weight=torch.tensor([3.0]))", True),
+        ("nn.MultiMarginLoss(torch.tensor([1.0, 2.0]))", False),  # its first parameter is p
+        ("nn.BCEWithLogitsLoss(pos_weight=torch.tensor(3.0))", False),  # a 0-dim weight mixes with any device
+        ("nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 3.0], device=device))", False),
+        ("nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 3.0]).to(device))", False),
+        ("nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 3.0])).to(device)", False),
+        ("nn.CrossEntropyLoss(weight=counts)", False),  # a parameter: its device is unknown
+        ("nn.CrossEntropyLoss(label_smoothing=0.1)", False),
+    ],
+)
+def test_a_loss_given_a_cpu_class_weight_is_a_cpu_layer(build, found):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        f"def train(loader, model, counts):\n    criterion = {build}\n"
+        "    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n"
+        "        loss = criterion(model(x), y)\n"
+    )
+    assert codes(source) == ([("TDV601", 11)] if found else [])
+
+
+@pytest.mark.parametrize("move", ["criterion.to(device)", "criterion = criterion.cuda()", "fit(criterion)"])
+def test_a_weighted_loss_moved_or_handed_on_is_not_reported(move):
+    source = (
+        "device = torch.device('cuda')\n\n\n"
+        "def train(loader, model):\n    criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0]))\n"
+        f"    {move}\n    for x, y in loader:\n        loss = criterion(model(x.to(device)), y.to(device))\n"
+    )
+    assert codes(source) == []
+
+
+def test_a_weighted_loss_still_compares_its_inputs():
+    source = (
+        "device = torch.device('cuda')\n\n\n"
+        "def train(loader, model):\n    criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0])).to(device)\n"
+        "    for x, y in loader:\n        out = model(x.to(device))\n        loss = criterion(out, y)\n"
+    )
+    assert codes(source) == [("TDV602", 11)]
+
+
+def test_a_cpu_class_weight_is_named_in_the_message():
+    source = HEAD + (
+        "def step(model, x, y):\n    criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0]))\n"
+        "    return criterion(model(x.cuda()), y.cuda())\n"
+    )
+    messages = [v.message for v in check_source(source, rules=[CpuMeetsPlaced], strict=True).violations]
+    assert messages == [
+        "criterion's class weight is on the CPU and x is on the device where they meet; move the loss "
+        "with .to(device) or make the weight with device="
+    ]

@@ -19,6 +19,13 @@ def _empty_module() -> "cst.Module":
     return cst.Module(body=[])  # built on first use: importing must not load LibCST
 
 
+def call_keywords(call: "cst.Call") -> Optional[list]:
+    """The keyword names a call passes, or None where ``**mapping`` may pass any."""
+    if any(arg.star == "**" for arg in call.args):
+        return None
+    return [arg.keyword.value for arg in call.args if arg.keyword is not None]
+
+
 def argument(call: "cst.Call", position: Optional[int], keyword: str) -> Optional["cst.Arg"]:
     """The argument bound to a parameter that may be passed by ``position``
     (0-based; None: keyword-only) or by ``keyword``; None if absent. Starred

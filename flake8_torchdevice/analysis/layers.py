@@ -33,3 +33,21 @@ def layer_state(qualified: str) -> str:
     if not (head == "torch.nn" or head.startswith("torch.nn.modules")) or not last[:1].isupper():
         return ""
     return "module" if last in STATEFUL_LAYERS else "free"
+
+
+# torchvision's model families: a builder there (``resnet18``, ``detection.fasterrcnn_resnet50_fpn``,
+# ``get_model``) returns a new module on the CPU; ``feature_extraction`` and ``_utils`` wrap a given one.
+_TORCHVISION_FAMILIES = frozenset({"", "detection", "segmentation", "video", "optical_flow", "quantization"})
+_NOT_BUILDERS = frozenset({"get_model_weights", "get_weight", "list_models", "get_model_builder"})
+
+
+def torchvision_builder(qualified: str, keywords) -> bool:
+    """Is the call a torchvision model builder (``torchvision.models.resnet18(weights=...)``,
+    ``models.detection.fasterrcnn_resnet50_fpn()``, ``models.get_model("vit_b_16")``)? It builds
+    on the CPU, as ``nn.Linear`` does: torchvision places nothing. ``keywords``: the call's keyword
+    names, None where ``**`` may pass any (a default device's ``device=`` then, in principle)."""
+    parts = qualified.split(".")
+    if keywords is None or parts[:2] != ["torchvision", "models"]:
+        return False
+    family, name = ".".join(parts[2:-1]), parts[-1]
+    return family in _TORCHVISION_FAMILIES and name[:1].islower() and name not in _NOT_BUILDERS

@@ -50,8 +50,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
       return_tensors="pt")`), `.cpu()`, `.to("cpu")`, results of ops on CPU
       values (indexing that drops no dimension too: `image[None]`, `x[:, 1:]`); a
       `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
-      `Sequential` of such layers), or a module of a class of this file that makes weights (a stateful
-      layer, a `Parameter`, a buffer), whose code names no move nor device and keeps no module it is
+      `Sequential` of such layers), a model a torchvision builder makes (`models.resnet18(weights=...)`,
+      `models.detection.fasterrcnn_resnet50_fpn()`, `get_model("vit_b_16")`; not one given `**options`:
+      torchvision places nothing it builds), a loss given a CPU class weight of one dimension or more
+      (`nn.CrossEntropyLoss(weight=torch.tensor(w))`, `nn.BCEWithLogitsLoss(pos_weight=torch.tensor([r]))`: the
+      loss keeps it as a buffer, so its placed inputs meet it), or a module of a class of this file that makes
+      weights (a stateful layer, a `Parameter`, a buffer), whose code names no move nor device and keeps no module it is
       given (`model = Classifier()` where `Classifier` builds `nn.Linear` layers), and never moves:
       called with a placed tensor, its weights meet it
       (not one built under `with torch.device(...)` or after `set_default_device`, nor one handed to
@@ -215,12 +219,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=, a collective, a Lightning step's batch. CPU: a
     # factory, .cpu(), a destination that names the CPU (.to("cpu"), .to(cpu_device)), or a layer
-    # built here (nn.Linear(4, 2), or Net() of a same-file class that never moves), a tokenizer's
-    # return_tensors="pt".
+    # built here (nn.Linear(4, 2), a torchvision model's builder, or Net() of a same-file class that
+    # never moves), a tokenizer's return_tensors="pt".
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
         {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS}
-        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS},
+        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS, "torchvision"},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
@@ -228,6 +232,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
         return flow.meets
 
     def _message(self, meet) -> str:
+        if meet.cpu.loss and isinstance(meet.node, cst.Call) and code_of(meet.node.func) == meet.cpu.label:
+            return (  # a loss given a CPU class weight, never moved, called
+                f"{meet.cpu.label}'s class weight is on the CPU and {meet.placed.label} is on the device where they "
+                f"meet; move the loss with .to(device) or make the weight with device="
+            )
         if meet.cpu.layer and isinstance(meet.node, cst.Call) and code_of(meet.node.func) == meet.cpu.label:
             # a module built here and never moved, called: its weights meet the placed input
             return (

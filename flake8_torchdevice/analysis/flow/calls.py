@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import MODULE_RETURNING_SELF, argument, code_of, is_constant, last_name, string_value
-from ..layers import layer_state
+from ..code import MODULE_RETURNING_SELF, argument, call_keywords, code_of, is_constant, last_name, string_value
+from ..layers import layer_state, torchvision_builder
 from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
 from .arrays import array_rank
@@ -54,7 +54,7 @@ class Calls:
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
         if qualified in DATA_PARALLEL:
             return self.data_parallel(call, env)
-        if layer_state(qualified) == "module":
+        if layer_state(qualified) == "module" or torchvision_builder(qualified, call_keywords(call)):
             return self.built_layer(call, qualified, env)
         if isinstance(call.func, cst.Name) and call.func.value not in env and still_class(self.names, call.func.value):
             return self.built_still_module(call, env)
@@ -85,11 +85,7 @@ class Calls:
         ) or qualified in STACKING:
             return self.torch_function(call, qualified, env)
         if qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
-            for arg in call.args:
-                self.ev(arg.value, env)
-            loss = Value(LOSS, call.func)
-            loss.ctc = qualified.endswith(".CTCLoss")
-            return loss
+            return self.built_loss(call, qualified, env)
         if is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
             if values and values[0] is not None and values[0].kind == PLACED:

@@ -16,9 +16,11 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import argument, module_chain_root
 from ..layers import layer_state
-from .values import CPU, PLACED, Value
+from .values import CPU, LOSS, PLACED, Value, placed_result
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+# Losses whose first parameter is the class weight (``nn.CrossEntropyLoss(w)``); others take it by keyword.
+WEIGHT_FIRST = frozenset({"CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss"})
 
 
 class Layers:
@@ -40,6 +42,26 @@ class Layers:
                 return None
         return _cpu_layer(call)
 
+    def built_loss(self, call: "cst.Call", qualified: str, env: dict) -> Value:
+        """A loss module. ``nn.CrossEntropyLoss(weight=w)``, ``nn.BCEWithLogitsLoss(pos_weight=w)``
+        keep ``w`` as a buffer: with ``w`` a CPU tensor of one dimension or more, the loss is a CPU
+        layer, as ``nn.Linear`` is, until the code moves it (a 0-dim weight mixes with any device)."""
+        name = qualified.rpartition(".")[2]
+        weights = {id(arg) for arg in (argument(call, 0 if name in WEIGHT_FIRST else None, "weight"),
+                                       argument(call, None, "pos_weight")) if arg is not None}
+        cpu_weight = False
+        for arg in call.args:
+            value = self.ev(arg.value, env)
+            if id(arg) in weights and value is not None and value.kind == CPU and not value.zero and not value.layer:
+                cpu_weight = True
+        if cpu_weight and not self.default_device:
+            loss = _cpu_layer(call)
+            loss.loss = True
+            return loss
+        loss = Value(LOSS, call.func)
+        loss.ctc = name == "CTCLoss"
+        return loss
+
     def built_still_module(self, call: "cst.Call", env: dict) -> Optional[Value]:
         """``Net()`` of a same-file module class whose code names no move nor device: its
         weights are on the CPU, as ``nn.Linear``'s, until the code moves it."""
@@ -53,10 +75,13 @@ class Layers:
         return isinstance(value, cst.Call) and layer_state(self.names.qualify(value.func) or "") == "free"
 
     def cpu_layer_call(self, call: "cst.Call", layer: Value, args) -> Optional[Value]:
-        """A CPU layer called: each placed argument meets its weights."""
+        """A CPU layer called: each placed argument meets its weights (and, a loss's, each other)."""
         for arg, value in args:
             if value is not None and value.kind == PLACED and not arg.keyword:
                 self.meet(call, layer, value)
+        if layer.loss:
+            self.combine_all(call, [value for _, value in args])
+            return placed_result([value for _, value in args])
         if args and all(value is not None and value.kind == CPU for _, value in args):
             return Value(CPU, f"{layer.label}(...)")
         return None

@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank", "scatters",
+        "items", "guessed", "rank", "scatters", "loss",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -37,6 +37,7 @@ class Value:
         self.guessed = False
         self.rank: Optional[int] = None  # a NUMPY array's number of dimensions, where its shape is written out
         self.scatters = False  # a module wrapped in ``nn.DataParallel``: it moves a forward's inputs to its devices
+        self.loss = False  # a CPU layer that is a loss given a CPU class weight (flow/layers.py)
 
     @property
     def label(self) -> str:
@@ -50,6 +51,7 @@ class Value:
         copy.evidence = self.evidence
         copy.unseen = self.unseen and copy.zero
         copy.layer = self.layer and copy.kind == CPU
+        copy.loss = self.loss and copy.layer
         copy.ctc = self.ctc
         copy.spread = self.spread
         copy.guessed = self.guessed
