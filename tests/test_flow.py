@@ -1025,3 +1025,30 @@ def test_a_cpu_class_weight_is_named_in_the_message():
         "criterion's class weight is on the CPU and x is on the device where they meet; move the loss "
         "with .to(device) or make the weight with device="
     ]
+
+
+@pytest.mark.parametrize(
+    "code, reported",
+    [
+        # another module built the loader (over tensors it may have placed): nothing shows its batches
+        ("from data import train_loader, device\nmodel = nn.Linear(4, 3).to(device)\n"
+         "for x, y in train_loader:\n    out = model(x)\n", []),
+        ("from data import loaders as train_loader\nmodel = nn.Linear(4, 3).cuda()\n"
+         "def fit():\n    for x, y in train_loader:\n        out = model(x)\n", []),
+        ("from data import train_loader\nfrom tqdm import tqdm\nmodel = nn.Linear(4, 3).cuda()\n"
+         "train_loader = tqdm(train_loader)\nfor x, y in train_loader:\n    out = model(x)\n", []),  # wrapped
+        ("from data import train_loader\nmodel = nn.Linear(4, 3).cuda()\n"
+         "def fit(loader=train_loader):\n    for x, y in loader:\n        out = model(x)\n", []),  # a default
+        ("from data import train_loader\nmodel = nn.Linear(4, 3).cuda()\n"
+         "def fit(epochs, loader):\n    for x, y in loader:\n        out = model(x)\n\n\nfit(3, train_loader)\n",
+         []),  # what module code hands the function
+        # a parameter, or a loader this file builds, shadows the import
+        ("from data import train_loader\nmodel = nn.Linear(4, 3).cuda()\n"
+         "def fit(train_loader):\n    for x, y in train_loader:\n        out = model(x)\n", [("TDV602", 8)]),
+        ("from data import train_loader, dataset\nmodel = nn.Linear(4, 3).cuda()\n"
+         "train_loader = torch.utils.data.DataLoader(dataset)\nfor x, y in train_loader:\n    out = model(x)\n",
+         [("TDV602", 8)]),
+    ],
+)
+def test_a_loader_imported_from_another_module_shows_no_cpu_batches(code, reported):
+    assert codes(code) == reported

@@ -59,6 +59,11 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     - loops over anything but a loader (`DataLoader(...)`, a name such as `train_loader`, `val_dataloader`,
       `test_dl`, or a name the function bound to a loader: `val_generator = DataLoader(val_set)`, `bar =
       tqdm(train_loader)`, also element by element: `total, bar = 0, tqdm(train_loader)`);
+    - loops over a loader another module of the project built and this file imports (`from data import
+      train_loader`; also through `tqdm(train_loader)`, a parameter defaulting to it, `def fit(loader=train_loader)`,
+      or one the module's code calls the function with, `fit(3, train_loader)`): that module may have built it over
+      tensors it placed, and this file shows nothing of its batches (a loader the file builds, or a parameter the
+      module's code does not fill with it, is still read);
     - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`,
       `fabric.setup_dataloaders`, Lightning's `training_step`);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose

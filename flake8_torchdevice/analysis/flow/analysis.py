@@ -8,7 +8,7 @@ from ..._lazy import cst
 from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
-from .facts import SELF, FileFacts, crossing, declared_global
+from .facts import SELF, FileFacts, crossing, declared_global, foreign_params
 from .layers import Layers
 from .loops import Loops
 from .methods import given_by_siblings, returned_by
@@ -51,6 +51,7 @@ def start_file(context, module: "cst.Module") -> None:
         facts.globals = {name: fact for name, fact in crossing(top.env).items() if name not in rebound}
         facts.default_device = top.default_device
         facts.note_calls(top.calls)
+        facts.note_foreign_calls(top.foreign_calls)
 
 
 def _ends_in_return(method: "cst.FunctionDef") -> bool:
@@ -117,6 +118,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
+        self.foreign: set[str] = set()  # names this scope bound to a loader another module built (``tqdm(it)``)
         self.enumerated: set[str] = set()  # those of them that yield (i, batch): ``tqdm(enumerate(loader))``
         self.attributes_bound: set[str] = set()  # ``self.x`` keys this walk has bound (``if_`` in ``__init__``)
         self._class_defaults = UNREAD  # in ``__init__``: its class body's attributes (``Statements.class_defaults``)
@@ -128,6 +130,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         facts = context.__dict__.get("_flow_facts")
         function = facts is not None and isinstance(node, cst.FunctionDef)
         self.nccl = facts is not None and facts.nccl
+        self.imported = facts.imported_objects if facts is not None else frozenset()
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
         # parameter name -> Value; a copy: FileFacts keeps the module's own per function
         self.given: dict = dict(facts.given_to(node)) if function else {}
@@ -160,6 +163,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         if isinstance(node, cst.FunctionDef):
             for param in params_of(node):
                 env[param] = self.given.get(param) or Value(INPUT, param, param=True)
+            self.foreign.update(foreign_params(node, self.imported, self.context))
             body = body_of(node.body)
         else:
             body = node.body

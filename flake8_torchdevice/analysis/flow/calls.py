@@ -117,6 +117,8 @@ class Calls:
         else:
             callee = self.ev(call.func, env)
         args = [(arg, self.ev(arg.value, env)) for arg in call.args]
+        if self.index is not None and isinstance(call.func, cst.Name):
+            self.note_foreign_call(call, env)
         if self.index is not None and isinstance(call.func, cst.Name) and any(
             v is not None and v.kind in (PLACED, MOVED) for _, v in args
         ):

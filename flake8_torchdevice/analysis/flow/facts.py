@@ -47,6 +47,14 @@ class FileFacts:
         self.functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
         self.top_classes = {id(s) for s in module.body if isinstance(s, cst.ClassDef)}  # flow/methods.py
         self.placed_params: dict = {}
+        # Names module code binds with ``from data import train_loader``: objects another module built
+        # (flow/loops.py: a loader of them is no loader of CPU batches this file shows).
+        self.imported_objects = frozenset(
+            name for s in module.body if isinstance(s, cst.SimpleStatementLine)
+            for part in s.body if isinstance(part, cst.ImportFrom) and not isinstance(part.names, cst.ImportStar)
+            for name in _bound_names(part.names)
+        )
+        self.foreign_params: dict = {}  # top-level function -> its parameters module code gives such a loader
         self._collect(module.body)
 
     def note_calls(self, calls: list) -> None:
@@ -59,6 +67,16 @@ class FileFacts:
             found = self.placed_params.setdefault(name, {})
             for param, value in placed_arguments(function.params, args).items():
                 found.setdefault(param, value)
+
+    def note_foreign_calls(self, calls: list) -> None:
+        """The module's calls of its own functions with a loader another module built
+        (``train(EPOCHS, train_loader)``): that parameter holds it (``foreign_params``)."""
+        for name, args in calls:
+            function = self.functions.get(name)
+            if function is not None:
+                found = self.foreign_params.setdefault(name, set())
+                found.update(_param_for(function.params, arg, index) for index, arg in args)
+                found.discard(None)
 
     def given_to(self, function: "cst.FunctionDef") -> dict:
         """The placed values module code calls ``function`` with, by parameter (top-level functions only)."""
@@ -78,6 +96,28 @@ class FileFacts:
             if isinstance(member, cst.FunctionDef) and member.name.value in _SETUP_METHODS:
                 return member
         return None
+
+
+def foreign_params(function: "cst.FunctionDef", imported: frozenset, context) -> set:
+    """The parameters of a top-level ``function`` that hold a loader another module built: one
+    defaulting to it (``def train(loader=train_loader)`` after ``from data import train_loader``),
+    or one module code calls the function with (``train(EPOCHS, train_loader)``)."""
+    found = {
+        param.name.value for param in (*function.params.posonly_params, *function.params.params,
+                                       *function.params.kwonly_params)
+        if isinstance(param.default, cst.Name) and param.default.value in imported
+    }
+    facts = context.__dict__.get("_flow_facts")
+    if facts is not None and facts.functions.get(function.name.value) is function:
+        found.update(facts.foreign_params.get(function.name.value, ()))
+    return found
+
+
+def _bound_names(aliases) -> list:
+    return [
+        (alias.asname.name if alias.asname is not None else alias.name).value for alias in aliases
+        if isinstance(alias.asname.name if alias.asname is not None else alias.name, cst.Name)
+    ]
 
 
 def placed_arguments(params: "cst.Parameters", args: list, first: int = 0) -> dict:

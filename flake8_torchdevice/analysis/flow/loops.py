@@ -45,7 +45,9 @@ class Loops:
         for name, value in _bound(node):
             value, enumerated = _unwrapped(value)
             is_loader = value is not None and self.is_loader(value, env)
+            foreign = isinstance(value, cst.Name) and self.foreign_loader(value.value, env)
             (self.loaders.add if is_loader else self.loaders.discard)(name)
+            (self.foreign.add if foreign else self.foreign.discard)(name)
             (self.enumerated.add if is_loader and enumerated else self.enumerated.discard)(name)
 
     def bind_elements(self, target, env: dict) -> None:
@@ -67,12 +69,29 @@ class Loops:
                 if known is not None and known.kind in (FRAMEWORK, PLACED):
                     return False
         if isinstance(iterable, cst.Name):
+            if self.foreign_loader(iterable.value, env):
+                return False
             return iterable.value in LOADER_WORDS or iterable.value in self.loaders
         if isinstance(iterable, cst.Attribute):
             return iterable.attr.value in LOADER_WORDS and not _framework_owner(iterable)
         if isinstance(iterable, cst.Call):
             return last_name(iterable.func) == "DataLoader"
         return False
+
+    def foreign_loader(self, name: str, env: dict) -> bool:
+        """``from data import train_loader`` (or ``tqdm`` of it): another module built the loader,
+        over tensors it may have placed; this file shows nothing of its batches."""
+        return name in self.foreign or name not in env and name in self.imported
+
+    def note_foreign_call(self, call: "cst.Call", env: dict) -> None:
+        """Module code's ``train(EPOCHS, train_loader)`` with such a loader: for ``foreign_params``."""
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        handed = [
+            (positional.index(arg) if arg.keyword is None else 0, arg) for arg in call.args
+            if not arg.star and isinstance(arg.value, cst.Name) and self.foreign_loader(arg.value.value, env)
+        ]
+        if handed:
+            self.flow.foreign_calls.append((call.func.value, handed))
 
     def element(self, batch: Value, label: str) -> Value:
         loop = batch.loop

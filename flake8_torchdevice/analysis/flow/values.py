@@ -87,7 +87,8 @@ class Meet:
 class Flow:
     """What one scope proves: the meetings found in it."""
 
-    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "method_calls", "returns")
+    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "foreign_calls", "method_calls",
+                 "returns")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
@@ -96,6 +97,8 @@ class Flow:
         self.env: dict = {}  # name -> Value at the scope's end (the facts other scopes read)
         self.default_device = False  # the scope called ``torch.set_default_device(...)`` or the like
         self.calls: list = []  # (name, [(Arg, Value)]): module code's calls of plain names given a placed value
+        # (name, [(index, Arg)]): module code's calls of plain names given a loader another module built
+        self.foreign_calls: list = []
         self.method_calls: list = []  # (name, [(Arg, Value)]): ``self.name(...)`` calls given a placed value
         self.returns: list = []  # the Value (or None) of each ``return``
 
