@@ -34,7 +34,7 @@ class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
     __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks",
-                 "argv_at_import")
+                 "argv_at_import", "default_device_at_import")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -54,6 +54,10 @@ class NameResolver:
         # Does the module parse its command line outside those blocks (``args = parser.parse_args()``
         # at module level)? Then importing it runs the script: it is never a library.
         self.argv_at_import = False
+        # Does module-level code set a default device that may be CUDA (``torch.set_default_device(device)``,
+        # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``)? Then a factory without ``device=``
+        # is made there, where the modules built after it live too.
+        self.default_device_at_import = False
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -261,7 +265,27 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
         elif _is_main_block(stmt):
             resolver.main_blocks.append(stmt)
     resolver.argv_at_import = any(map(_reads_argv, module_level_statements(tree.body, skip=_is_main_block)))
+    resolver.default_device_at_import = any(
+        _sets_default_device(stmt, resolver) for stmt in module_level_statements(tree.body))
     return resolver
+
+
+_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+
+
+def _sets_default_device(stmt: ast.stmt, resolver: NameResolver) -> bool:
+    """``torch.set_default_device(device)``, ``torch.set_default_tensor_type(torch.cuda.FloatTensor)``:
+    a default that may be CUDA (not a string or type that names no CUDA: ``"cpu"``, ``torch.FloatTensor``)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not isinstance(call, ast.Call) or not call.args:
+        return False
+    if resolver.resolve_dotted(ast_dotted_name(call.func) or "") not in _DEFAULT_DEVICE_SETTERS:
+        return False
+    value = call.args[0]
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str) and "cuda" in value.value
+    dotted = ast_dotted_name(value)
+    return dotted is None or "cuda" in dotted or not dotted.startswith(("torch.", "th."))
 
 
 def _is_main_test(test: ast.expr) -> bool:

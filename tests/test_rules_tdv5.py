@@ -860,3 +860,38 @@ def test_a_cpu_factory_read_through_a_mask_of_the_input_meets_it(read, found):
             return {read}
     """
     assert tdv504(source) == found
+
+
+@pytest.mark.parametrize(
+    "setter, reported",
+    [
+        ("torch.set_default_device(device)", False),
+        ("torch.set_default_device('cuda')", False),
+        ("if use_cuda:\n    torch.set_default_tensor_type('torch.cuda.FloatTensor')", False),
+        ("torch.set_default_tensor_type(torch.cuda.FloatTensor)", False),
+        ("torch.set_default_device('cpu')", True),  # names no CUDA
+        ("torch.set_default_tensor_type(torch.FloatTensor)", True),
+        ("def main():\n    torch.set_default_device(device)", True),  # not module code: only when main runs
+    ],
+)
+def test_a_default_device_set_at_import_makes_factories_there(setter, reported):
+    source = (
+        "import torch\nfrom torch import nn\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        f"use_cuda = True\n{setter}\n\n\nclass Positions(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.emb = nn.Embedding(8, 4)\n\n"
+        "    def forward(self, x):\n        return x + self.emb(torch.arange(x.shape[1])) + torch.zeros(x.shape)\n\n\n"
+        "def helper(x):\n    return x.float() + torch.zeros(x.shape)\n"
+    )
+    found = check_source(source, rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True).violations
+    assert bool(found) == reported
+    if reported:
+        assert sorted({v.code for v in found}) == ["TDV502", "TDV504"]
+
+
+def test_a_default_device_leaves_a_factory_sent_on_with_cuda():
+    source = (
+        "import torch\nfrom torch import nn\ntorch.set_default_device('cuda')\n\n\nclass Hidden(nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.zeros(x.shape).cuda()\n"
+    )
+    found = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
+    assert [(v.line, v.code) for v in found] == [(8, "TDV504")]

@@ -261,7 +261,12 @@ class FactoryMeetings(FactoryValues):
             self._groups[-1].findings.append((cpu[1], tensor[1]))
 
     def _report_group(self, group: "_Group") -> None:
+        # Module code set a default device that may be CUDA: a factory without ``device=`` is made there,
+        # with the modules built after it; only a factory sent on with ``.cuda()`` (forced) is still read.
+        default_device = self.names.default_device_at_import
         for call, inputs_met in group.findings:
+            if default_device and id(call) not in group.forced:
+                continue
             evident = [r for r in inputs_met if r in group.evidence and r not in group.cpu_bound]
             if not evident:
                 continue  # maybe a number (rank, scale): precision first
@@ -278,7 +283,7 @@ class FactoryMeetings(FactoryValues):
         inputs = [name for name in group.params if name in group.evidence]
         device = f"{inputs[0]}.device" if inputs else "next(self.parameters()).device"
         for call, attr in group.layer_findings:
-            if passes_device(call):
+            if passes_device(call) or default_device and id(call) not in group.forced:
                 continue
             if id(call) in group.forced:
                 self.report(call, self.FORCED_LAYER_MESSAGE.format(layer=attr, device=device))

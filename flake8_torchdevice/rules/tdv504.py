@@ -97,6 +97,10 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     ## When it does not report
     - a layer without weights (`nn.Dropout`, activations, most losses) or one the file does
       not show to be a module (`self.encoder = Encoder()` with `Encoder` imported);
+    - a module whose code sets a default device that may be CUDA at import (`torch.set_default_device(device)`,
+      `torch.set_default_tensor_type("torch.cuda.FloatTensor")`, also under an `if`; not `"cpu"`, nor a call inside a
+      function): every factory without `device=` is made there, with the modules built after it (a factory sent on
+      with `.cuda()` is still flagged);
     - code that runs only where CUDA is missing (the `else` of `if torch.cuda.is_available():`
       or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`): what is made
       or met there is on the CPU with everything else;
