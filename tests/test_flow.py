@@ -1052,3 +1052,16 @@ def test_a_cpu_class_weight_is_named_in_the_message():
 )
 def test_a_loader_imported_from_another_module_shows_no_cpu_batches(code, reported):
     assert codes(code) == reported
+
+
+@pytest.mark.parametrize("setter, reported", [
+    ("torch.set_default_device(device)\n", []),  # default collate makes a batch's numbers there
+    ("", [("TDV602", 11)]),
+])
+def test_a_default_device_may_hold_a_batchs_elements(setter, reported):
+    source = (
+        f"device = 'cuda' if torch.cuda.is_available() else 'cpu'\n{setter}"
+        "model = nn.Linear(4, 3).to(device)\n\n\ndef train(train_loader):\n    for x, y in train_loader:\n"
+        "        out = model(x.to(device))\n        loss = nn.functional.cross_entropy(out, y)\n"
+    )
+    assert codes(source) == reported

@@ -73,6 +73,9 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`), or
       key by key: a store rebinds the element (`batch["x"] = batch["x"].to(device)`; a computed key, `for k, v in
       batch.items(): batch[k] = to_var(v)`, rebinds every element);
+    - loops where a default device is set (`torch.set_default_device(device)` earlier in the function, or in the
+      module's code): the default collate makes a batch's numbers (labels, ids) with `torch.tensor`, on that
+      device;
     - code under `pytest.raises` / `assertRaises` and CPU-only branches.
 
     ## The error torch raises

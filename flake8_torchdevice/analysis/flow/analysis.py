@@ -212,7 +212,8 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
                 self.flow.meets.append(Meet(node, cpu, placed, self.index))
             elif cpu.kind == SIBLING:
                 cpu.evidence = True  # it meets a placed tensor: a tensor itself
-                self.pending.append((node, cpu, placed, self.index, module))
+                if not self.default_device:  # else default collate makes a batch's numbers there
+                    self.pending.append((node, cpu, placed, self.index, module))
 
     def record_numpy(self, node, value: Value) -> None:
         if not self.mute:
