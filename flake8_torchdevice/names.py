@@ -34,7 +34,7 @@ class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
     __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks",
-                 "argv_at_import", "default_device_at_import")
+                 "argv_at_import", "default_device_at_import", "hf_names")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -58,6 +58,9 @@ class NameResolver:
         # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``)? Then a factory without ``device=``
         # is made there, where the modules built after it live too.
         self.default_device_at_import = False
+        # Names module code binds to Hugging Face transformers (``from transformers import AutoModel``,
+        # ``import transformers as tf``): ``AutoModel.from_pretrained(...)`` builds on the CPU (flow/layers.py).
+        self.hf_names: dict[str, str] = {}  # local name -> the transformers name it is bound to
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -248,9 +251,13 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 resolver.bind_import(alias.name, alias.asname)
+                if _root(alias.name) == "transformers":
+                    resolver.hf_names[alias.asname or "transformers"] = "transformers"
         elif isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
                 resolver.bind_from(stmt.module or "", alias.name, alias.asname, stmt.level)
+                if not stmt.level and _root(stmt.module or "") == "transformers" and alias.name != "*":
+                    resolver.hf_names[alias.asname or alias.name] = alias.name
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target = stmt.targets[0]
             if isinstance(target, ast.Name):

@@ -1065,3 +1065,38 @@ def test_a_default_device_may_hold_a_batchs_elements(setter, reported):
         "        out = model(x.to(device))\n        loss = nn.functional.cross_entropy(out, y)\n"
     )
     assert codes(source) == reported
+
+
+@pytest.mark.parametrize(
+    "imports, build, found",
+    [
+        ("from transformers import AutoModelForSequenceClassification as Auto", "Auto.from_pretrained(name)", True),
+        ("import transformers", "transformers.BertModel.from_pretrained(name, num_labels=2)", True),
+        ("from transformers import T5ForConditionalGeneration", "T5ForConditionalGeneration.from_pretrained(name)",
+         True),
+        ("from transformers import AutoModel", "AutoModel.from_pretrained(name, device_map='auto')", False),
+        ("from transformers import AutoModel", "AutoModel.from_pretrained(name, load_in_8bit=True)", False),
+        ("from transformers import AutoModel", "AutoModel.from_pretrained(name, **options)", False),
+        ("from transformers import AutoModel", "AutoModel.from_pretrained(name).to(device)", False),
+        ("from transformers import AutoTokenizer", "AutoTokenizer.from_pretrained(name)", False),  # no model
+        ("from peft import PeftModel", "PeftModel.from_pretrained(base, name)", False),  # not transformers'
+        ("from mylib import AutoModel", "AutoModel.from_pretrained(name)", False),
+    ],
+)
+def test_a_transformers_model_loads_on_the_cpu(imports, build, found):
+    source = (
+        f"{imports}\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        f"def evaluate(loader, name, base, options):\n    model = {build}\n    model.eval()\n"
+        "    for batch in loader:\n        out = model(batch['input_ids'].to(device))\n"
+    )
+    assert codes(source) == ([("TDV601", 13)] if found else [])
+
+
+def test_a_transformers_model_meets_a_placed_encoding_through_its_keywords():
+    source = (
+        "from transformers import AutoModel, AutoTokenizer\n\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "\n\ndef embed(text):\n    tokenizer = AutoTokenizer.from_pretrained('bert')\n"
+        "    model = AutoModel.from_pretrained('bert')\n"
+        "    inputs = tokenizer(text, return_tensors='pt').to(device)\n    return model(**inputs)\n"
+    )
+    assert codes(source) == [("TDV601", 13)]

@@ -51,3 +51,23 @@ def torchvision_builder(qualified: str, keywords) -> bool:
         return False
     family, name = ".".join(parts[2:-1]), parts[-1]
     return family in _TORCHVISION_FAMILIES and name[:1].islower() and name not in _NOT_BUILDERS
+
+
+# Keywords of ``from_pretrained`` that place the weights while loading them (Accelerate's device map,
+# bitsandbytes' quantisation, tensor parallelism): the model is not on the CPU then.
+_PLACING_KEYWORDS = frozenset(
+    {"device_map", "load_in_8bit", "load_in_4bit", "quantization_config", "tp_plan", "device"}
+)
+
+
+def hf_model_class(dotted: str, hf_names, keywords) -> bool:
+    """Is ``dotted`` (a callee) ``<model class>.from_pretrained`` of Hugging Face transformers, under a name
+    module code imports from it (``AutoModelForCausalLM.from_pretrained``, ``transformers.BertModel.from_pretrained``)?
+    A model class names ``Model`` or ``For`` (not a tokenizer's, processor's nor config's). Called without a
+    keyword that places it, it loads onto the CPU. ``hf_names``: local name -> the transformers name it is
+    bound to (``names.hf_names``); ``keywords``: as for ``torchvision_builder``."""
+    parts = dotted.split(".")
+    if keywords is None or len(parts) < 2 or parts[-1] != "from_pretrained" or parts[0] not in hf_names:
+        return False
+    cls = parts[-2] if len(parts) > 2 else hf_names[parts[0]]  # ``tf.BertModel`` / ``Auto`` bound to a class
+    return ("Model" in cls or "For" in cls) and not _PLACING_KEYWORDS & set(keywords)

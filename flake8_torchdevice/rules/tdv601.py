@@ -13,17 +13,18 @@ from ..words import LOCAL_CLASS_CALLS
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
-    r"""**On by default.** Precision on held-out user code: 26 of 26 findings true or latent over the held-out
-    batches v2-v71 with the rules of 2026-12-03, session of 08:18 (a torchvision builder's model and a loss given a
-    CPU class weight read as CPU layers since: no finding added or removed on the corpus; v70 and v71 give none); 22
-    of 22 findings true or latent over the held-out batches v2-v64 with the rules of 2026-12-03, session of 02:59
-    (v64's first read 2 of 2, an AlexNet never moved and fed CUDA images; v63's 2 of 2: a CPU `torch.arange` of
-    positions handed to a placed Transformer, a CPU tensor minus a placed layer's weight); 15 of 15 over the
-    held-out batches v2-v53 with the rules of 2026-12-02, session of 13:46 (v53's first read: 0 of 2, CPU inputs to
-    a model wrapped in `nn.DataParallel`, which scatters them: not reported since); 15 of 15 over v2-v45 (a model of
-    the file's own class never moved: 2 of 2 on the corpus when added, 2 of 2 at v45's first read); 2 of 13 at its
-    first read (docs/precision.md), whose 11 false findings (CTC lengths, 0-dim norms taken to the CPU, factories
-    after `torch.set_default_device`) are not reported since.
+    r"""**On by default.** Precision on held-out user code: 28 of 28 findings true or latent over the held-out
+    batches v2-v72 with the rules of 2026-12-03, session of 08:18 (a torchvision builder's model and a loss given a
+    CPU class weight read as CPU layers since: no finding added or removed on the corpus; v70 and v71 give none;
+    v72's first read 2 of 2, a model of the file's own class never moved and fed moved images); 22 of 22 findings
+    true or latent over the held-out batches v2-v64 with the rules of 2026-12-03, session of 02:59 (v64's first read
+    2 of 2, an AlexNet never moved and fed CUDA images; v63's 2 of 2: a CPU `torch.arange` of positions handed to a
+    placed Transformer, a CPU tensor minus a placed layer's weight); 15 of 15 over the held-out batches v2-v53 with
+    the rules of 2026-12-02, session of 13:46 (v53's first read: 0 of 2, CPU inputs to a model wrapped in
+    `nn.DataParallel`, which scatters them: not reported since); 15 of 15 over v2-v45 (a model of the file's own
+    class never moved: 2 of 2 on the corpus when added, 2 of 2 at v45's first read); 2 of 13 at its first read
+    (docs/precision.md), whose 11 false findings (CTC lengths, 0-dim norms taken to the CPU, factories after
+    `torch.set_default_device`) are not reported since.
 
     ## What it does
     Follows, through each function (or one module's top level), what the code proves about
@@ -54,7 +55,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
       `Sequential` of such layers), a model a torchvision builder makes (`models.resnet18(weights=...)`,
       `models.detection.fasterrcnn_resnet50_fpn()`, `get_model("vit_b_16")`; not one given `**options`:
-      torchvision places nothing it builds), a loss given a CPU class weight of one dimension or more
+      torchvision places nothing it builds), a Hugging Face transformers model loaded with `from_pretrained` under a
+      name the module imports from `transformers` (`AutoModelForSequenceClassification.from_pretrained(name)`; a class
+      whose name says `Model` or `For`; not one given `device_map=`, `load_in_8bit=`, `load_in_4bit=`,
+      `quantization_config=`, `tp_plan=` or `**options`, which may place it), a loss given a CPU class weight of one
+      dimension or more
       (`nn.CrossEntropyLoss(weight=torch.tensor(w))`, `nn.BCEWithLogitsLoss(pos_weight=torch.tensor([r]))`: the
       loss keeps it as a buffer, so its placed inputs meet it), or a module of a class of this file that makes
       weights (a stateful layer, a `Parameter`, a buffer), whose code names no move nor device and keeps no module it is
@@ -221,12 +226,12 @@ class CpuMeetsPlaced(FlowReports, Rule):
     MESSAGE = "{cpu} is on the CPU and {placed} is on the device; move it with .to(device) or create it with device="
     # Placed: .to / .cuda / a factory's device=, a collective, a Lightning step's batch. CPU: a
     # factory, .cpu(), a destination that names the CPU (.to("cpu"), .to(cpu_device)), or a layer
-    # built here (nn.Linear(4, 2), a torchvision model's builder, or Net() of a same-file class that
-    # never moves), a tokenizer's return_tensors="pt".
+    # built here (nn.Linear(4, 2), a torchvision model's builder, a transformers model's from_pretrained, or
+    # Net() of a same-file class that never moves), a tokenizer's return_tensors="pt".
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
         {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS}
-        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS, "torchvision"},
+        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS, "torchvision", ".from_pretrained("},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 
