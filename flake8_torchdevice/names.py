@@ -277,7 +277,8 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
     return resolver
 
 
-_DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+# Calls after which a factory without device= lands on the default device.
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 
 
 def _sets_default_device(stmt: ast.stmt, resolver: NameResolver) -> bool:
@@ -286,7 +287,7 @@ def _sets_default_device(stmt: ast.stmt, resolver: NameResolver) -> bool:
     call = stmt.value if isinstance(stmt, ast.Expr) else None
     if not isinstance(call, ast.Call) or not call.args:
         return False
-    if resolver.resolve_dotted(ast_dotted_name(call.func) or "") not in _DEFAULT_DEVICE_SETTERS:
+    if resolver.resolve_dotted(ast_dotted_name(call.func) or "") not in DEFAULT_DEVICE_SETTERS:
         return False
     value = call.args[0]
     if isinstance(value, ast.Constant):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .._lazy import cst
-from ..names import NameResolver
+from ..names import DEFAULT_DEVICE_SETTERS, NameResolver
 from .bindings import AssignmentBindings
 from .code import argument, last_name, module_chain_root, string_value, subtree
 from .guards import demands_gpu_accelerator, is_nccl_init
@@ -154,9 +154,6 @@ def cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
 
 
 _CUDA_STRING = re.compile(r"cuda(?::\d+)?$")
-
-# Calls after which a factory without device= lands on the default device.
-DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 
 
 def sets_cuda_default(call: cst.Call, names: NameResolver) -> bool:

@@ -8,7 +8,7 @@ from ..._lazy import cst
 from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
-from .facts import SELF, FileFacts, crossing, declared_global, foreign_params
+from .facts import SELF, FileFacts, crossing, declared_global
 from .layers import Layers
 from .loops import Loops
 from .methods import given_by_siblings, returned_by
@@ -134,6 +134,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
         # parameter name -> Value; a copy: FileFacts keeps the module's own per function
         self.given: dict = dict(facts.given_to(node)) if function else {}
+        self.foreign.update(facts.foreign_given(node) if function else ())
         self.context = context
         self.scope = node.name.value if function else None  # the function's name
         self.cls = facts.classes.get(id(node)) if function else None  # a method's class
@@ -163,7 +164,6 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         if isinstance(node, cst.FunctionDef):
             for param in params_of(node):
                 env[param] = self.given.get(param) or Value(INPUT, param, param=True)
-            self.foreign.update(foreign_params(node, self.imported, self.context))
             body = body_of(node.body)
         else:
             body = node.body

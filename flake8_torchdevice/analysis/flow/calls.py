@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import MODULE_RETURNING_SELF, argument, call_keywords, code_of, is_constant, last_name, string_value
-from ...names import dotted_name
-from ..layers import hf_model_class, layer_state, torchvision_builder
+from ..code import MODULE_RETURNING_SELF, argument, code_of, is_constant, last_name, string_value
+from ..layers import layer_state
 from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
 from .arrays import array_rank
@@ -55,9 +54,7 @@ class Calls:
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
         if qualified in DATA_PARALLEL:
             return self.data_parallel(call, env)
-        if layer_state(qualified) == "module" or torchvision_builder(qualified, call_keywords(call)) \
-                or self.names.hf_names and hf_model_class(dotted_name(call.func) or "", self.names.hf_names,
-                                                          call_keywords(call)):
+        if layer_state(qualified) == "module" or self.library_model(call, qualified):
             return self.built_layer(call, qualified, env)
         if isinstance(call.func, cst.Name) and call.func.value not in env and still_class(self.names, call.func.value):
             return self.built_still_module(call, env)

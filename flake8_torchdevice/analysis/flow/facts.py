@@ -17,6 +17,7 @@ import re
 from typing import Optional
 
 from ..._lazy import cst
+from ..code import code_of
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
 
 # Kinds that say where a value lives (a SIBLING, an INPUT or an OBJECT belongs
@@ -51,8 +52,7 @@ class FileFacts:
         # (flow/loops.py: a loader of them is no loader of CPU batches this file shows).
         self.imported_objects = frozenset(
             name for s in module.body if isinstance(s, cst.SimpleStatementLine)
-            for part in s.body if isinstance(part, cst.ImportFrom) and not isinstance(part.names, cst.ImportStar)
-            for name in _bound_names(part.names)
+            for part in s.body if isinstance(part, cst.ImportFrom) for name in imported_names(part)
         )
         self.foreign_params: dict = {}  # top-level function -> its parameters module code gives such a loader
         self._collect(module.body)
@@ -78,6 +78,19 @@ class FileFacts:
                 found.update(_param_for(function.params, arg, index) for index, arg in args)
                 found.discard(None)
 
+    def foreign_given(self, function: "cst.FunctionDef") -> set:
+        """The parameters of ``function`` that hold a loader another module built: one defaulting to it
+        (``def train(loader=train_loader)`` after ``from data import train_loader``), or, for a top-level
+        function, one module code calls it with (``train(EPOCHS, train_loader)``)."""
+        params = function.params
+        found = {
+            param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+            if isinstance(param.default, cst.Name) and param.default.value in self.imported_objects
+        }
+        if self.functions.get(function.name.value) is function:
+            found.update(self.foreign_params.get(function.name.value, ()))
+        return found
+
     def given_to(self, function: "cst.FunctionDef") -> dict:
         """The placed values module code calls ``function`` with, by parameter (top-level functions only)."""
         name = function.name.value
@@ -98,26 +111,17 @@ class FileFacts:
         return None
 
 
-def foreign_params(function: "cst.FunctionDef", imported: frozenset, context) -> set:
-    """The parameters of a top-level ``function`` that hold a loader another module built: one
-    defaulting to it (``def train(loader=train_loader)`` after ``from data import train_loader``),
-    or one module code calls the function with (``train(EPOCHS, train_loader)``)."""
-    found = {
-        param.name.value for param in (*function.params.posonly_params, *function.params.params,
-                                       *function.params.kwonly_params)
-        if isinstance(param.default, cst.Name) and param.default.value in imported
-    }
-    facts = context.__dict__.get("_flow_facts")
-    if facts is not None and facts.functions.get(function.name.value) is function:
-        found.update(facts.foreign_params.get(function.name.value, ()))
-    return found
-
-
-def _bound_names(aliases) -> list:
-    return [
-        (alias.asname.name if alias.asname is not None else alias.name).value for alias in aliases
-        if isinstance(alias.asname.name if alias.asname is not None else alias.name, cst.Name)
-    ]
+def imported_names(node) -> list:
+    """The names an ``import`` / ``from ... import`` statement binds (none for ``*``)."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    out = []
+    for alias in node.names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            out.append(alias.asname.name.value)
+        else:
+            out.append(code_of(alias.name).partition(".")[0])
+    return out
 
 
 def placed_arguments(params: "cst.Parameters", args: list, first: int = 0) -> dict:

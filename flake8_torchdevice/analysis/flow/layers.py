@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import argument, module_chain_root
-from ..layers import layer_state
+from ...names import dotted_name
+from ..code import argument, call_keywords, module_chain_root
+from ..layers import hf_model_class, layer_state, torchvision_builder
 from .values import CPU, LOSS, PLACED, Value, placed_result
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
@@ -41,6 +42,17 @@ class Layers:
             if not parts or any(arg.star or not is_cpu_layer(value) for arg, value in parts):
                 return None
         return _cpu_layer(call)
+
+    def library_model(self, call: "cst.Call", qualified: str) -> bool:
+        """A model torchvision or Hugging Face transformers builds on the CPU (``analysis/layers.py``);
+        the keywords are read only for a call named like one."""
+        if qualified.startswith("torchvision.models."):
+            return torchvision_builder(qualified, call_keywords(call))
+        hf_names = self.names.hf_names
+        func = call.func
+        if not hf_names or not (isinstance(func, cst.Attribute) and func.attr.value == "from_pretrained"):
+            return False
+        return hf_model_class(dotted_name(func) or "", hf_names, call_keywords(call))
 
     def built_loss(self, call: "cst.Call", qualified: str, env: dict) -> Value:
         """A loss module. ``nn.CrossEntropyLoss(weight=w)``, ``nn.BCEWithLogitsLoss(pos_weight=w)``

@@ -8,7 +8,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
-from .facts import SELF, key_of
+from .facts import SELF, imported_names, key_of
 from .layers import is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
@@ -106,7 +106,7 @@ class Statements:
             for name in node.names:
                 env.pop(name.name.value, None)
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            for name in _imported_names(node):
+            for name in imported_names(node):
                 env.pop(name, None)
 
     def expression_statement(self, expr, env: dict) -> None:
@@ -278,15 +278,3 @@ def cuda_test(test) -> bool:
             return False
     code = code_of(test)
     return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
-
-
-def _imported_names(node) -> list:
-    if isinstance(node.names, cst.ImportStar):
-        return []
-    out = []
-    for alias in node.names:
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            out.append(alias.asname.name.value)
-        else:
-            out.append(code_of(alias.name).partition(".")[0])
-    return out
