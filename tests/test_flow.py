@@ -660,7 +660,7 @@ def test_a_function_without_a_word_of_its_own_is_parsed_when_module_code_holds_t
         ("[(x.to(device), x) for x in xs]", False),  # one element on the CPU: unknown as a whole
         ("[xs[0].to(device), xs[1]]", False),
         ("[x for x in xs]", False),
-        ("(xs[0].to(device), xs[1].to(device))", False),  # a tuple display is no list of tensors here
+        ("(xs[0].to(device), xs[1].to(device))", True),  # a tuple display: each tensor converted the same
     ],
 )
 def test_numpy_of_a_list_of_placed_tensors(listed, reported):
@@ -1100,3 +1100,33 @@ def test_a_transformers_model_meets_a_placed_encoding_through_its_keywords():
         "    inputs = tokenizer(text, return_tensors='pt').to(device)\n    return model(**inputs)\n"
     )
     assert codes(source) == [("TDV601", 13)]
+
+
+@pytest.mark.parametrize(
+    "state, found",
+    [
+        ("(torch.zeros(1, 3, 8), torch.zeros(1, 3, 8))", True),  # an LSTM's (h0, c0), made on the CPU
+        ("[torch.zeros(1, 3, 8)]", True),
+        ("(torch.zeros(1, 3, 8, device=device), torch.zeros(1, 3, 8, device=device))", False),
+        ("(torch.zeros(1, 3, 8).to(device), torch.zeros(1, 3, 8).to(device))", False),
+        ("(torch.zeros(1, 3, 8).to(device), torch.zeros(1, 3, 8))", False),  # mixed: not followed
+        ("(h, c)", False),  # parameters: their device is the caller's
+    ],
+)
+def test_a_tuple_or_list_of_cpu_tensors_meets_the_placed_module_it_is_handed_to(state, found):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "rnn = nn.LSTM(4, 8).to(device)\n\n\n"
+        f"def run(x, h, c):\n    state = {state}\n    out, _ = rnn(x.to(device), state)\n"
+        f"    return rnn(x.to(device), {state})\n"
+    )
+    assert codes(source) == ([("TDV601", 10), ("TDV601", 11)] if found else [])
+
+
+def test_a_tuple_handed_to_a_module_of_this_file_is_its_own_business():
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x, state):\n        return x + state[0].to(x.device)\n\n\n"
+        "net = Net().to(device)\nout = net(torch.ones(2).to(device), (torch.zeros(2), torch.zeros(2)))\n"
+    )
+    assert codes(source) == []

@@ -88,7 +88,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `LightningModule`, or of any class in a file that imports Lightning), and what it
       unpacks into (`x, y = batch`): the Trainer moved it to the module's device;
     - where they meet: a placed module called with a CPU tensor (also through a method of
-      its own, `vae.decode(z)`, for a module class of this file, or its `generate(...)`), arithmetic, matmul and
+      its own, `vae.decode(z)`, for a module class of this file, or its `generate(...)`), or with a tuple or list of
+      CPU tensors (an LSTM's initial state, `lstm(x, (h0, c0))`; `detector([image])`), arithmetic, matmul and
       comparisons, `torch.cat` / `torch.stack` / `torch.where` and other torch functions,
       `F.*` functionals, loss modules and functions, `torch.onnx.export(placed_model, cpu_input)`,
       a gradient and its output (`torch.autograd.grad(out, x, grad_outputs)`,
@@ -203,6 +204,14 @@ class CpuMeetsPlaced(FlowReports, Rule):
 
     ```
     RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    For a recurrent layer's initial state left on the CPU (`lstm(x, (h0, c0))`), on a CPU machine with the meta
+    device standing in, and on a GPU machine as its users report it (`found input tensor at cuda:0 and hidden tensor
+    at cpu`):
+
+    ```
+    RuntimeError: Input and hidden tensors are not at the same device, found input tensor at meta and hidden tensor at cpu
     ```
 
     For torch's test comparisons (`torch.testing.assert_close`), on a GPU machine:

@@ -200,9 +200,11 @@ class Calls:
         element: loops move their batches."""
         placed = module.derived(PLACED, label=module.label)
         for arg, value in args:
-            if value is None or on_purpose(arg) or module.scatters or (module.local and value.kind != SIBLING):
+            if value is None or on_purpose(arg) or module.scatters:
                 continue
-            self.meet(call, value, placed, module=True)
+            for part in _parts(arg, value):
+                if not (module.local and part.kind != SIBLING):
+                    self.meet(call, part, placed, module=True)
         param = module.param or any(v is not None and (v.param or v.kind == INPUT) for _, v in args)
         result = Value(PLACED, f"{module.label}(...)", param=param)
         return result
@@ -344,6 +346,16 @@ class Calls:
         for i, a in enumerate(values):
             for b in values[i + 1:]:
                 self.meet(node, a, b)
+
+
+def _parts(arg: "cst.Arg", value: Value) -> list:
+    """The tensors an argument hands a module: ``lstm(x, (h0, c0))``, ``detector([image])`` give
+    each tensor of the tuple or list (named ``state[0]`` where the argument is a name)."""
+    if value.kind != LIST:
+        return [value]
+    if isinstance(arg.value, cst.Name):
+        return [part.derived(label=f"{arg.value.value}[{i}]") for i, part in enumerate(value.items or ())]
+    return list(value.items or ())
 
 
 # Where the outputs and the gradients handed with them are: (position, keyword) of each.

@@ -117,7 +117,8 @@ class Expressions:
             collected.items = []
             return collected
         values = [self.ev(child, env) for child in _expression_children(expr)]
-        return _collected_list(expr, values) if isinstance(expr, cst.List) else None
+        # A tuple too: ``(h0, c0)``, an LSTM's state, is two tensors the model meets.
+        return _collected_list(expr, values) if isinstance(expr, (cst.List, cst.Tuple)) else None
 
     def conditional(self, expr: cst.IfExp, env: dict) -> Optional[Value]:
         """``a if test else b``. Under a test for CUDA or the code's GPU switch a GPU machine takes
