@@ -227,7 +227,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
     ```
 
     (The meta device accepts a CPU tensor indexed by a meta one: that case is proven on a GPU only.)
-    """
+    """  # noqa: E501 -- quotes torch's error messages verbatim
 
     CODE = "TDV601"
     NAME = "cpu-value-meets-placed-value"
