@@ -1,0 +1,67 @@
+"""TDV112 (a Parameter moved after it was made): the spellings and the fix the fixtures do not pin down."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.fixes import fix_source
+from flake8_torchdevice.rules.tdv112 import ParameterMovedAfterCreation
+
+HEAD = "import torch\nimport torch as th\nfrom torch import nn\nfrom torch.nn import Parameter as P\n\n\n"
+
+
+def found(body: str) -> list[int]:
+    source = HEAD + "class C:\n    def __init__(self, x, p, device, dtype):\n" + textwrap.indent(body, " " * 8)
+    result = check_source(source, rules=(ParameterMovedAfterCreation,), strict=True)
+    assert result.error is None, result.error
+    return [v.line for v in result.violations]
+
+
+@pytest.mark.parametrize(
+    "value, reported",
+    [
+        ("nn.Parameter(x).to(device)", True),
+        ("th.nn.Parameter(x).to(self.device)", True),
+        ("P(x).to(device=device)", True),
+        ("nn.Parameter(x, requires_grad=False).cuda()", True),
+        ("nn.Parameter(x).cuda(1)", True),
+        ('nn.Parameter(x).to("cuda:0")', True),
+        ("nn.Parameter(x).to(torch.device('cuda'))", True),
+        ("nn.Parameter(x.to(device))", False),  # the data moved first
+        ("nn.Parameter(x).to(dtype)", False),  # no device named
+        ("nn.Parameter(x).to(torch.float16)", False),
+        ('nn.Parameter(x).to("cpu")', False),  # a CPU Parameter is returned as it is
+        ("nn.Parameter(p.data.float()).to(p.device)", False),  # already on p's device
+        ("nn.Parameter(x).to(p.device)", True),
+        ("torch.zeros(3).to(device)", False),
+        ("nn.Linear(2, 2).to(device)", False),
+    ],
+)
+def test_what_is_reported(value, reported):
+    assert found(f"self.w = {value}\n") == ([9] if reported else [])
+
+
+def test_only_state_kept_on_the_object_is_reported():
+    body = (
+        "token = nn.Parameter(x).to(device)\n"
+        "self.w: nn.Parameter = nn.Parameter(x).to(device)\n"
+        "self.a = self.b = nn.Parameter(x).to(device)\n"
+    )
+    assert found(body) == [10]
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("nn.Parameter(x).to(device)", "nn.Parameter(x.to(device))"),
+        ("nn.Parameter(x, requires_grad=False).cuda()", "nn.Parameter(x.cuda(), requires_grad=False)"),
+        ("P(torch.randn(3) * 0.1).to(device=device)", "P((torch.randn(3) * 0.1).to(device=device))"),
+    ],
+)
+def test_the_unsafe_fix_moves_the_data_instead(before, after):
+    source = HEAD + f"class C:\n    def __init__(self, x, device):\n        self.w = {before}\n"
+    assert fix_source(source, unsafe=True) == source.replace(before, after)
+    assert fix_source(source) == source  # unsafe: not applied by default
