@@ -31,7 +31,10 @@ def found(body: str) -> list[int]:
         ('nn.Parameter(x).to("cuda:0")', True),
         ("nn.Parameter(x).to(torch.device('cuda'))", True),
         ("nn.Parameter(x.to(device))", False),  # the data moved first
-        ("nn.Parameter(x).to(dtype)", False),  # no device named
+        ("nn.Parameter(x).to(dtype)", False),  # a cast
+        ("nn.Parameter(x).to(DEVICE)", True),
+        ("nn.Parameter(x).to(x)", True),  # to another tensor's device (and dtype)
+        ("nn.Parameter(x).to(memory_format=torch.channels_last)", False),
         ("nn.Parameter(x).to(torch.float16)", False),
         ('nn.Parameter(x).to("cpu")', False),  # a CPU Parameter is returned as it is
         ("nn.Parameter(p.data.float()).to(p.device)", False),  # already on p's device
@@ -65,3 +68,51 @@ def test_the_unsafe_fix_moves_the_data_instead(before, after):
     source = HEAD + f"class C:\n    def __init__(self, x, device):\n        self.w = {before}\n"
     assert fix_source(source, unsafe=True) == source.replace(before, after)
     assert fix_source(source) == source  # unsafe: not applied by default
+
+
+def found_in(source: str) -> list[int]:
+    result = check_source(HEAD + textwrap.dedent(source), rules=(ParameterMovedAfterCreation,), strict=True)
+    assert result.error is None, result.error
+    return [v.line for v in result.violations]
+
+
+@pytest.mark.parametrize(
+    "made, moved, reported",
+    [
+        ("torch.autograd.Variable(x, requires_grad=True)", "v = v.cuda()", True),
+        ("nn.Parameter(x)", "v = v.to(device)", True),
+        ("torch.randn(3, requires_grad=True)", "v = v.to(device)", True),
+        ("torch.randn(3, requires_grad=True)", "v = v.to('cpu')", False),  # the CPU: the leaf itself
+        ("torch.randn(3)", "v = v.to(device)", False),  # no leaf that requires grad
+        ("torch.randn(3, requires_grad=False)", "v = v.cuda()", False),
+        ("torch.randn(3, requires_grad=True, device=device)", "pass", False),
+        ("torch.randn(3, requires_grad=True)", "v = v.to(device).detach().requires_grad_()", False),
+    ],
+)
+def test_a_moved_leaf_given_to_an_optimizer(made, moved, reported):
+    source = f"""
+    def fit(x, device):
+        v = {made}
+        if device.type == "cuda":
+            {moved}
+        return torch.optim.Adam([v], lr=0.1)
+    """
+    assert found_in(source) == ([11] if reported else [])
+
+
+@pytest.mark.parametrize(
+    "optimizer, reported",
+    [
+        ("torch.optim.SGD([{'params': [v]}], lr=0.1)", True),
+        ("th.optim.SGD(params=(v,), lr=0.1)", True),
+        ("torch.optim.lr_scheduler.StepLR([v], 3)", False),  # no optimizer
+        ("torch.optim.SGD(model.parameters(), lr=0.1)", False),
+        ("print([v])", False),
+    ],
+)
+def test_only_an_optimizer_given_the_name_counts(optimizer, reported):
+    source = f"""
+    v = torch.randn(3, requires_grad=True).to(device)
+    opt = {optimizer}
+    """
+    assert found_in(source) == ([8] if reported else [])

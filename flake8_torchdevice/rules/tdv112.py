@@ -5,11 +5,17 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.code import code_of, subtree
-from ..analysis.devices import cpu_literal, device_argument, is_device_expression
+from ..analysis.code import code_of, last_name, string_value, subtree
+from ..analysis.devices import cpu_literal, device_argument
+from ..analysis.flow.places import dtype_only
 from ..rule import Fix, Rule
 
 PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# Factories that make a leaf given ``requires_grad=True``.
+LEAF_FACTORIES = frozenset(
+    f"torch.{name}" for name in "empty eye full ones rand randn tensor zeros arange linspace".split()
+)
 
 
 class ParameterMovedAfterCreation(Rule):
@@ -17,13 +23,18 @@ class ParameterMovedAfterCreation(Rule):
     Flags an attribute of an object bound to a `torch.nn.Parameter` (under any alias:
     `nn.Parameter`, `torch.nn.Parameter`, `from torch.nn import Parameter`) that is moved in
     the same expression, after it was made: `self.w = nn.Parameter(x).to(device)`,
-    `self.centers = nn.Parameter(torch.randn(n, d)).cuda()`. A `.to(...)` counts when it
-    names a device (`device`, `self.device`, `args.device`, `"cuda"`, `torch.device(...)`,
-    as `device=` or first); `.cuda(...)` always does.
+    `self.centers = nn.Parameter(torch.randn(n, d)).cuda()`. A `.to(...)` counts unless it only
+    casts (`.to(torch.float16)`, `.to(dtype)`, `.to(dtype=...)`) or names the CPU; `.cuda(...)` always does.
+
+    Also a name bound to a moved copy of a leaf that requires grad and then given to an optimizer
+    (`torch.optim.*`, its parameter list or a group's `"params"`) in the same function or module
+    code: the leaf an `nn.Parameter(x)`, `Variable(x, requires_grad=True)` or a torch factory given
+    `requires_grad=True`, moved in the same expression (`w = torch.randn(n, requires_grad=True).to(device)`)
+    or rebinding the name (`v = v.cuda()`, under an `if` too), then `torch.optim.Adam([v])`.
 
     ## Why is this bad?
-    Moving a tensor to another device makes a copy, and the copy of a Parameter is a plain
-    tensor computed from it: no Parameter, and no leaf of the autograd graph. In an
+    Moving a tensor to another device makes a copy, and the copy of a Parameter (or of any leaf that
+    requires grad) is a plain tensor computed from it: no Parameter, and no leaf of the autograd graph. In an
     `nn.Module` the attribute is then no registered parameter (it is missing from
     `model.parameters()` and `state_dict()`, the optimizer never updates it, and
     `model.to(...)` leaves it where it is); in any other class an optimizer given it raises
@@ -49,19 +60,23 @@ class ParameterMovedAfterCreation(Rule):
     or make the tensor on its device: `nn.Parameter(torch.randn(dim, dim, device=device))`.
 
     ## Fix safety
-    Unsafe. The fix moves the data instead of the Parameter, `nn.Parameter(x.to(device))`. On a
+    Unsafe. For an attribute, the fix moves the data instead of the Parameter, `nn.Parameter(x.to(device))`
+    (a name given to an optimizer has no fix: where its leaf should be made is the author's choice). On a
     GPU the attribute then becomes a registered, trainable parameter: the module's
     `parameters()`, its `state_dict()` keys and what its optimizer updates change, as intended,
     but a checkpoint saved without it no longer loads strictly.
 
     ## When it does not report
     - the data moved first, `nn.Parameter(x.to(device))`, `nn.Parameter(x.cuda())`;
-    - a `.to(...)` that names no device (`.to(torch.float16)`, `.to(dtype)`, a name that is not
-      device-like), or the CPU (`.to("cpu")`: a CPU Parameter is returned as it is);
+    - a `.to(...)` that only casts (`.to(torch.float16)`, `.to(dtype)`), or names the CPU (`.to("cpu")`: a
+      CPU Parameter is returned as it is);
     - a move to the device the data already lives on, `nn.Parameter(p.data.float()).to(p.device)`
       (the same `p` inside the Parameter): `.to` returns the Parameter itself;
-    - a local name or any other target (`cls_token = nn.Parameter(...).to(x.device)` in a
-      function): the value is used where it is made, not kept as trainable state.
+    - a local name no optimizer is given in its scope (`cls_token = nn.Parameter(...).to(x.device)` in a
+      function): the value is used where it is made, not kept as trainable state; a leaf made on its device
+      (`torch.zeros(n, requires_grad=True, device=device)`), or one moved and made a leaf again
+      (`w = w.to(device).detach().requires_grad_()`);
+    - an optimizer given a name bound in another scope (a module-level leaf moved in a function).
 
     ## The error torch raises
     For an optimizer given the moved copy, on a GPU machine, and on a CPU machine with the meta device
@@ -82,12 +97,34 @@ class ParameterMovedAfterCreation(Rule):
         "nn.Parameter(...).{method}(...) is a moved copy, no Parameter and no leaf: on a GPU the module does "
         "not register it and an optimizer rejects it; move the data first: nn.Parameter(x.{method}(...))"
     )
+    LEAF_MESSAGE = (
+        "{name} moved with .{method}() after it was made to require grad is a copy, no leaf: on a GPU the "
+        "optimizer given it raises; make it on its device (device=...) or move it before requires_grad"
+    )
     FIX = "unsafe"
-    NEEDS = [{"Parameter"}, {".to(", ".cuda("}]
+    NEEDS = [{"Parameter", "requires_grad"}, {".to(", ".cuda("}]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # Per scope (the module's first): each name bound to a leaf that requires grad ("leaf"), or to a
+        # moved copy of one (the move's call, its method); read when an optimizer is given the name.
+        self._scopes: list[dict] = [{}]
+        self._reported: set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append({})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) == 1 and _is_self_attribute(node.targets[0].target):
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        if _is_self_attribute(target):
             self._check(node.value)
+        elif isinstance(target, cst.Name):
+            self._bind(target.value, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None and _is_self_attribute(node.target):
@@ -98,22 +135,92 @@ class ParameterMovedAfterCreation(Rule):
         if method is not None:
             self.report(value, self.MESSAGE.format(method=method), fix=Fix(_move_data))
 
+    def _bind(self, name: str, value: cst.BaseExpression) -> None:
+        """``w = nn.Parameter(x)`` / ``v = Variable(x, requires_grad=True)``: a leaf; ``v = v.cuda()`` or
+        ``w = torch.randn(3, requires_grad=True).to(device)``: a moved copy of one."""
+        scope = self._scopes[-1]
+        if _makes_leaf(value, self.names):
+            scope[name] = "leaf"
+            return
+        method = _move_method(value, self.names)
+        receiver = value.func.value if method else None
+        if method and (_makes_leaf(receiver, self.names) or isinstance(receiver, cst.Name) and receiver.value in scope):
+            scope[name] = (value, method)
+        else:
+            scope.pop(name, None)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not _is_optimizer(self.names.qualify(node.func)):
+            return
+        scope = self._scopes[-1]
+        for name in _optimized_names(node):
+            moved = scope.get(name)
+            if isinstance(moved, tuple) and id(moved[0]) not in self._reported:
+                self._reported.add(id(moved[0]))
+                self.report(moved[0], self.LEAF_MESSAGE.format(name=name, method=moved[1]))
+
 
 def _moved_parameter(value: cst.BaseExpression, names) -> Optional[str]:
     """``to`` / ``cuda`` where ``value`` is ``<Parameter(...)>.to(<device>)`` or ``.cuda(...)``."""
-    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
-        return None
-    made, method = value.func.value, value.func.attr.value
+    method = _move_method(value, names)
+    made = value.func.value if method else None
     if not (isinstance(made, cst.Call) and names.qualify(made.func) in PARAMETERS and made.args):
         return None
+    return None if method == "to" and _already_there(made, device_argument(value)) else method
+
+
+def _move_method(value: cst.BaseExpression, names) -> Optional[str]:
+    """``cuda`` for ``<x>.cuda(...)``, ``to`` for ``<x>.to(<a device that is not the CPU>)``; else None."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return None
+    method = value.func.attr.value
     if method == "cuda":
         return method
-    if method != "to":
-        return None
-    device = device_argument(value)
-    if device is None or not is_device_expression(device, names) or cpu_literal(device, names):
-        return None
-    return None if _already_there(made, device) else method
+    device = device_argument(value) if method == "to" else None
+    if device is None or cpu_literal(device, names) or dtype_only(value, names) or "dtype" in (last_name(device) or ""):
+        return None  # ``.to(torch.float16)``, ``.to(dtype)``: a cast, no move
+    return method
+
+
+def _makes_leaf(value: cst.BaseExpression, names) -> bool:
+    """``nn.Parameter(x)``, ``Variable(x, requires_grad=True)``, ``torch.randn(3, requires_grad=True)``."""
+    if not isinstance(value, cst.Call):
+        return False
+    qualified = names.qualify(value.func) or ""
+    if qualified in PARAMETERS:
+        return bool(value.args)
+    if qualified in VARIABLES or qualified in LEAF_FACTORIES:
+        grad = next((arg.value for arg in value.args if arg.keyword and arg.keyword.value == "requires_grad"), None)
+        return isinstance(grad, cst.Name) and grad.value == "True"
+    return False
+
+
+def _is_optimizer(qualified: Optional[str]) -> bool:
+    """``torch.optim.Adam``, ``torch.optim.sgd.SGD``: an optimizer class, not a scheduler."""
+    if not qualified or not qualified.startswith("torch.optim.") or ".lr_scheduler" in qualified:
+        return False
+    return qualified.rpartition(".")[2][:1].isupper()
+
+
+def _optimized_names(call: cst.Call) -> list:
+    """The names an optimizer is given: ``Adam([a, b])``, ``SGD(params=(a,))``, ``SGD([{"params": [a]}])``."""
+    params = next((arg.value for arg in call.args if arg.keyword and arg.keyword.value == "params"), None)
+    if params is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+        params = call.args[0].value
+    return list(_names_in(params)) if params is not None else []
+
+
+def _names_in(expr: cst.BaseExpression):
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        for element in expr.elements:
+            if isinstance(element.value, cst.Name):
+                yield element.value.value
+            elif isinstance(element.value, cst.Dict):
+                yield from _names_in(element.value)
+    elif isinstance(expr, cst.Dict):
+        for element in expr.elements:
+            if isinstance(element, cst.DictElement) and string_value(element.key) == "params":
+                yield from _names_in(element.value)
 
 
 def _already_there(made: cst.Call, device: cst.BaseExpression) -> bool:
