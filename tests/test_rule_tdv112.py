@@ -26,7 +26,8 @@ def found(body: str) -> list[int]:
         ("nn.Parameter(x).to(device)", True),
         ("th.nn.Parameter(x).to(self.device)", True),
         ("P(x).to(device=device)", True),
-        ("nn.Parameter(x, requires_grad=False).cuda()", True),
+        ("nn.Parameter(x, requires_grad=True).cuda()", True),
+        ("nn.Parameter(x, requires_grad=False).cuda()", False),  # a constant: its copy is a leaf too
         ("nn.Parameter(x).cuda(1)", True),
         ('nn.Parameter(x).to("cuda:0")', True),
         ("nn.Parameter(x).to(torch.device('cuda'))", True),
@@ -60,7 +61,7 @@ def test_only_state_kept_on_the_object_is_reported():
     "before, after",
     [
         ("nn.Parameter(x).to(device)", "nn.Parameter(x.to(device))"),
-        ("nn.Parameter(x, requires_grad=False).cuda()", "nn.Parameter(x.cuda(), requires_grad=False)"),
+        ("nn.Parameter(x, requires_grad=True).cuda()", "nn.Parameter(x.cuda(), requires_grad=True)"),
         ("P(torch.randn(3) * 0.1).to(device=device)", "P((torch.randn(3) * 0.1).to(device=device))"),
     ],
 )

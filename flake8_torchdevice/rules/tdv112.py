@@ -68,6 +68,8 @@ class ParameterMovedAfterCreation(Rule):
 
     ## When it does not report
     - the data moved first, `nn.Parameter(x.to(device))`, `nn.Parameter(x.cuda())`;
+    - a Parameter made with `requires_grad=False`: a constant nothing trains, whose copy is a leaf as well
+      (post-hoc, from the held-out labels: a diffusion model's frozen sinusoid frequencies);
     - a `.to(...)` that only casts (`.to(torch.float16)`, `.to(dtype)`), or names the CPU (`.to("cpu")`: a
       CPU Parameter is returned as it is);
     - a move to the device the data already lives on, `nn.Parameter(p.data.float()).to(p.device)`
@@ -164,7 +166,7 @@ def _moved_parameter(value: cst.BaseExpression, names) -> Optional[str]:
     """``to`` / ``cuda`` where ``value`` is ``<Parameter(...)>.to(<device>)`` or ``.cuda(...)``."""
     method = _move_method(value, names)
     made = value.func.value if method else None
-    if not (isinstance(made, cst.Call) and names.qualify(made.func) in PARAMETERS and made.args):
+    if not (isinstance(made, cst.Call) and _makes_leaf(made, names) and names.qualify(made.func) in PARAMETERS):
         return None
     return None if method == "to" and _already_there(made, device_argument(value)) else method
 
@@ -187,10 +189,10 @@ def _makes_leaf(value: cst.BaseExpression, names) -> bool:
     if not isinstance(value, cst.Call):
         return False
     qualified = names.qualify(value.func) or ""
-    if qualified in PARAMETERS:
-        return bool(value.args)
+    grad = next((arg.value for arg in value.args if arg.keyword and arg.keyword.value == "requires_grad"), None)
+    if qualified in PARAMETERS:  # requires grad unless told not to: a frozen constant moves as any tensor does
+        return bool(value.args) and not (isinstance(grad, cst.Name) and grad.value == "False")
     if qualified in VARIABLES or qualified in LEAF_FACTORIES:
-        grad = next((arg.value for arg in value.args if arg.keyword and arg.keyword.value == "requires_grad"), None)
         return isinstance(grad, cst.Name) and grad.value == "True"
     return False
 
