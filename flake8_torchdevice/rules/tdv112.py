@@ -38,8 +38,9 @@ class ParameterMovedAfterCreation(Rule):
     `nn.Module` the attribute is then no registered parameter (it is missing from
     `model.parameters()` and `state_dict()`, the optimizer never updates it, and
     `model.to(...)` leaves it where it is); in any other class an optimizer given it raises
-    at once. Where the device is the CPU, `.to("cpu")` returns the Parameter itself and
-    everything works, so the mistake shows only on a GPU machine.
+    at once. A copy made under `torch.no_grad()` is a leaf, but one that requires no grad: the
+    optimizer takes it and never trains it. Where the device is the CPU, `.to("cpu")` returns the
+    Parameter itself and everything works, so the mistake shows only on a GPU machine.
 
     ## Example
     ```python
@@ -100,8 +101,9 @@ class ParameterMovedAfterCreation(Rule):
         "not register it and an optimizer rejects it; move the data first: nn.Parameter(x.{method}(...))"
     )
     LEAF_MESSAGE = (
-        "{name} moved with .{method}() after it was made to require grad is a copy, no leaf: on a GPU the "
-        "optimizer given it raises; make it on its device (device=...) or move it before requires_grad"
+        "{name} moved with .{method}() after it was made to require grad is a copy, no leaf that requires grad: "
+        "on a GPU the optimizer given it rejects it or never trains it; make it on its device (device=...) or "
+        "move it before requires_grad"
     )
     FIX = "unsafe"
     NEEDS = [{"Parameter", "requires_grad"}, {".to(", ".cuda("}]
