@@ -13,14 +13,17 @@ from ..words import LOCAL_CLASS_CALLS
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
-    r"""**On by default.** Precision on held-out user code: 28 of 28 findings true or latent over the held-out
-    batches v2-v72 with the rules of 2026-12-03, session of 08:18 (a torchvision builder's model and a loss given a
-    CPU class weight read as CPU layers since: no finding added or removed on the corpus; v70 and v71 give none;
-    v72's first read 2 of 2, a model of the file's own class never moved and fed moved images); 22 of 22 findings
-    true or latent over the held-out batches v2-v64 with the rules of 2026-12-03, session of 02:59 (v64's first read
-    2 of 2, an AlexNet never moved and fed CUDA images; v63's 2 of 2: a CPU `torch.arange` of positions handed to a
-    placed Transformer, a CPU tensor minus a placed layer's weight); 15 of 15 over the held-out batches v2-v53 with
-    the rules of 2026-12-02, session of 13:46 (v53's first read: 0 of 2, CPU inputs to a model wrapped in
+    r"""**On by default.** Precision on held-out user code: 29 of 29 findings true or latent over the held-out
+    batches v2-v75 with the rules of 2026-12-03, session of 11:17 (a tuple or list of CPU tensors handed to a placed
+    module read since: no finding added or removed over v2-v72; v73's first read 1 of 1, a CPU index list read
+    through a mask of image ids moved to the device); 28 of 28 findings true or latent over the held-out batches
+    v2-v72 with the rules of 2026-12-03, session of 08:18 (a torchvision builder's model and a loss given a CPU
+    class weight read as CPU layers since: no finding added or removed on the corpus; v70 and v71 give none; v72's
+    first read 2 of 2, a model of the file's own class never moved and fed moved images); 22 of 22 findings true or
+    latent over the held-out batches v2-v64 with the rules of 2026-12-03, session of 02:59 (v64's first read 2 of 2,
+    an AlexNet never moved and fed CUDA images; v63's 2 of 2: a CPU `torch.arange` of positions handed to a placed
+    Transformer, a CPU tensor minus a placed layer's weight); 15 of 15 over the held-out batches v2-v53 with the
+    rules of 2026-12-02, session of 13:46 (v53's first read: 0 of 2, CPU inputs to a model wrapped in
     `nn.DataParallel`, which scatters them: not reported since); 15 of 15 over v2-v45 (a model of the file's own
     class never moved: 2 of 2 on the corpus when added, 2 of 2 at v45's first read); 2 of 13 at its first read
     (docs/precision.md), whose 11 false findings (CTC lengths, 0-dim norms taken to the CPU, factories after
