@@ -45,11 +45,13 @@ class _Frame:
 
 
 class OptimizerStateBeforePlacement(Rule):
-    r"""**On by default.** It reports nothing in the 12,837 files of the precision corpus (its
-    well-known training scripts move the model before they resume the optimizer), so its precision
-    there cannot be measured; the one real fix it comes from (deepspeech.pytorch bcad275, "Expected
-    object of type torch.FloatTensor but found type torch.cuda.FloatTensor ... optimizer.step()")
-    is found (docs/recall.md).
+    r"""**On by default.** Precision on held-out user code: 1 of 2 findings right over the held-out batches v2-v76
+    with the rules of 2026-12-03, session of 11:17 (v76's first read 0 of 1: a NeRF trainer whose `__main__` sets
+    `torch.cuda.FloatTensor` as the default tensor type before it builds the model, so the state loads on the GPU;
+    such a default is not read here yet). It reported nothing in the 12,837 files the corpus first held (its
+    well-known training scripts move the model before they resume the optimizer); the one real fix it comes from
+    (deepspeech.pytorch bcad275, "Expected object of type torch.FloatTensor but found type torch.cuda.FloatTensor
+    ... optimizer.step()") is found (docs/recall.md).
 
     ## What it does
     Flags `optimizer.load_state_dict(...)` when the optimizer was built in the same function (or
