@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules.tdv505 import OptimizerStateBeforePlacement
 
@@ -103,3 +105,33 @@ def test_state_moved_by_a_helper_or_a_rebuilt_optimizer_or_a_cpu_move_are_left_a
         model.to(device)
     """
     assert found(source) == []
+
+
+@pytest.mark.parametrize(
+    "setter, reported",
+    [
+        ("", True),
+        ("torch.set_default_tensor_type('torch.cuda.FloatTensor')", False),
+        ("torch.set_default_device(device)", False),
+        ("torch.set_default_device('cpu')", True),  # names no CUDA
+    ],
+)
+def test_a_cuda_default_set_at_import_builds_the_model_on_the_gpu(setter, reported):
+    source = f"""
+    import torch
+    from torch import nn
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+    def train(path):
+        model = nn.Linear(4, 2)
+        optimizer = torch.optim.Adam(model.parameters())
+        optimizer.load_state_dict(torch.load(path, map_location="cpu"))
+        model = model.cuda()
+
+
+    if __name__ == "__main__":
+        {setter}
+        train("last.pt")
+    """
+    assert found(source) == ([10] if reported else [])
