@@ -45,13 +45,14 @@ class _Frame:
 
 
 class OptimizerStateBeforePlacement(Rule):
-    r"""**On by default.** Precision on held-out user code: 1 of 1 finding right over the held-out batches v2-v76
-    with the rules of 2026-12-03, session of 11:17, after its post-hoc reading of a CUDA default set at import; 1 of
-    2 at v76's first read (false: a NeRF trainer whose `__main__` sets `torch.cuda.FloatTensor` as the default
-    tensor type before it builds the model, so the state loads on the GPU). It reported nothing in the 12,837 files
-    the corpus first held (its well-known training scripts move the model before they resume the optimizer); the one
-    real fix it comes from (deepspeech.pytorch bcad275, "Expected object of type torch.FloatTensor but found type
-    torch.cuda.FloatTensor ... optimizer.step()") is found (docs/recall.md).
+    r"""**On by default.** Precision on held-out user code: 1 of 2 findings right over the held-out batches v2-v76
+    with the rules of 2026-12-03, session of 11:17 (v76's first read 0 of 1: a NeRF trainer whose `__main__` sets
+    `torch.cuda.FloatTensor` as the default tensor type before it builds the model, so the state loads on the GPU;
+    such a default is read since, but that file reaches `torch` only through a star import, which the name resolver
+    does not follow). It reported nothing in the 12,837 files the corpus first held (its well-known training scripts
+    move the model before they resume the optimizer); the one real fix it comes from (deepspeech.pytorch bcad275,
+    "Expected object of type torch.FloatTensor but found type torch.cuda.FloatTensor ... optimizer.step()") is found
+    (docs/recall.md).
 
     ## What it does
     Flags `optimizer.load_state_dict(...)` when the optimizer was built in the same function (or
@@ -103,7 +104,8 @@ class OptimizerStateBeforePlacement(Rule):
       placement at load time this body does not show;
     - a module whose code sets a default device that may be CUDA at import (`torch.set_default_device(device)`,
       `torch.set_default_tensor_type("torch.cuda.FloatTensor")`, also in its `__main__` block): its modules are
-      built on the GPU, so the state is loaded there (post-hoc, from v76's first read).
+      built on the GPU, so the state is loaded there (post-hoc, from v76's first read; a file that reaches `torch`
+      only through a star import, `from models import *`, is not read so).
 
     ## The error torch raises
     At the first `optimizer.step()` after resuming, on a GPU:
