@@ -43,6 +43,11 @@ def argument(call: "cst.Call", position: Optional[int], keyword: str) -> Optiona
     return None
 
 
+def is_self_attribute(node: "cst.CSTNode") -> bool:
+    """``self.<name>``: an attribute of the object a method runs on."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
 def string_value(node: "cst.CSTNode") -> Optional[str]:
     """The text of a plain string, of joined literals (``'multi' '_gpu'``),
     or the literal parts of an f-string; None for anything else."""

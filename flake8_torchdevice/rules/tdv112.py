@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
-from ..analysis.code import code_of, last_name, string_value, subtree
+from ..analysis.code import argument, code_of, is_self_attribute, last_name, string_value, subtree
 from ..analysis.devices import cpu_literal, device_argument
 from ..analysis.flow.places import dtype_only
 from ..rule import Fix, Rule
@@ -132,13 +132,13 @@ class ParameterMovedAfterCreation(Rule):
         if len(node.targets) != 1:
             return
         target = node.targets[0].target
-        if _is_self_attribute(target):
+        if is_self_attribute(target):
             self._check(node.value)
         elif isinstance(target, cst.Name):
             self._bind(target.value, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None and _is_self_attribute(node.target):
+        if node.value is not None and is_self_attribute(node.target):
             self._check(node.value)
 
     def _check(self, value: cst.BaseExpression) -> None:
@@ -198,7 +198,8 @@ def _makes_leaf(value: cst.BaseExpression, names) -> bool:
     if not isinstance(value, cst.Call):
         return False
     qualified = names.qualify(value.func) or ""
-    grad = next((arg.value for arg in value.args if arg.keyword and arg.keyword.value == "requires_grad"), None)
+    given = argument(value, None, "requires_grad")
+    grad = given.value if given is not None else None
     if qualified in PARAMETERS:  # requires grad unless told not to: a frozen constant moves as any tensor does
         return bool(value.args) and not (isinstance(grad, cst.Name) and grad.value == "False")
     if qualified in VARIABLES or qualified in LEAF_FACTORIES:
@@ -215,10 +216,8 @@ def _is_optimizer(qualified: Optional[str]) -> bool:
 
 def _optimized_names(call: cst.Call) -> list:
     """The names an optimizer is given: ``Adam([a, b])``, ``SGD(params=(a,))``, ``SGD([{"params": [a]}])``."""
-    params = next((arg.value for arg in call.args if arg.keyword and arg.keyword.value == "params"), None)
-    if params is None and call.args and call.args[0].keyword is None and not call.args[0].star:
-        params = call.args[0].value
-    return list(_names_in(params)) if params is not None else []
+    params = argument(call, 0, "params")
+    return list(_names_in(params.value)) if params is not None else []
 
 
 def _names_in(expr: cst.BaseExpression):
@@ -252,7 +251,3 @@ def _move_data(call: cst.Call) -> cst.Call:
         data = data.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     moved = call.with_changes(func=call.func.with_changes(value=data))
     return made.with_changes(args=[first.with_changes(value=moved), *made.args[1:]])
-
-
-def _is_self_attribute(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"

@@ -8,7 +8,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
-from ..analysis.code import argument, last_name, param_names, string_value, subtree
+from ..analysis.code import argument, is_self_attribute, last_name, param_names, string_value, subtree
 from ..analysis.devices import cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
@@ -354,7 +354,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self._tensorless_loads.add(id(node.value))  # ``trainloader = torch.load(p)``: a pickled DataLoader
         if self._classes:  # ``self.weight_name = os.path.join(prefix, "rank_{}.pt".format(rank))``
             self._classes[-1].attributes.update(
-                (target.target.attr.value, node.value) for target in node.targets if _is_self_attribute(target.target))
+                (target.target.attr.value, node.value) for target in node.targets if is_self_attribute(target.target))
 
     def _is_packaged(self, expr: cst.BaseExpression) -> bool:
         """Is ``expr`` a path beside this source file (``__file__``, or a name bound from it)?"""
@@ -427,7 +427,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
             if value is not None and path is not None and _is_cpu_value(value.value):
                 self._cpu_saved_names |= self._path_names(self.opened_path(path.value))
-            elif value is not None and path is not None and _is_self_attribute(value.value):
+            elif value is not None and path is not None and is_self_attribute(value.value):
                 names = self._path_names(self.opened_path(path.value))
                 self._saved_attributes.append((value.value.attr.value, names))
             elif value is not None and path is not None and isinstance(value.value, cst.Name):
@@ -534,7 +534,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return
         for node in subtree(path):
             bound = self._bound[-1].get(node.value) if isinstance(node, cst.Name) else \
-                attributes.get(node.attr.value) if attributes and _is_self_attribute(node) else None
+                attributes.get(node.attr.value) if attributes and is_self_attribute(node) else None
             if bound is not None and bound is not path:
                 yield from self._built_from(bound, attributes, depth - 1)
 
@@ -616,17 +616,13 @@ def _read(expr: cst.BaseExpression) -> cst.BaseExpression:
 def _self_attribute_read(expr: cst.BaseExpression) -> Optional[str]:
     """``self.log`` in ``self.log``, ``self.log[:, i]``, ``self.log.data``: the attribute read."""
     expr = _read(expr)
-    return expr.attr.value if _is_self_attribute(expr) else None
+    return expr.attr.value if is_self_attribute(expr) else None
 
 
 def _local_read(expr: cst.BaseExpression) -> Optional[str]:
     """``train_data`` in ``train_data``, ``train_data[6]``, ``train_data.data``: the local name read."""
     expr = _read(expr)
     return expr.value if isinstance(expr, cst.Name) and expr.value != "self" else None
-
-
-def _is_self_attribute(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
 
 def _is_method(call: cst.Call, name: str) -> bool:
