@@ -244,10 +244,53 @@ def _reads_argv(stmt: ast.stmt) -> bool:
             and value.func.attr in _ARGV_READERS)
 
 
+# What a star import of the project's own module brings, when the file binds none of these names itself:
+# ``from utils import *`` where utils.py did ``import torch`` is how a script reaches torch, and these names
+# are only ever these modules (``F`` only beside ``nn``: torchvision's transforms use it too).
+STAR_CONVENTIONS = {"torch": "torch", "nn": "torch.nn", "np": "numpy", "optim": "torch.optim"}
+STAR_FUNCTIONAL = ("F", "torch.nn.functional")
+
+
+def _star_names(tree: ast.Module) -> dict[str, str]:
+    """The conventional names the file reads and never binds, anywhere (imports, assignments, loop and
+    ``with`` targets, parameters, defs, ``global``): a name the file binds itself may be anything."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Global):
+            bound.update(node.names)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+    names = {local: qualified for local, qualified in STAR_CONVENTIONS.items() if local in read}
+    if "nn" in names:
+        names[STAR_FUNCTIONAL[0]] = STAR_FUNCTIONAL[1]
+    return {local: qualified for local, qualified in names.items() if local not in bound}
+
+
+def _bind_star_conventions(resolver: NameResolver, names: dict[str, str]) -> None:
+    """``from utils import *`` (a module of the project's own): the conventional names of torch and NumPy
+    the file reads without binding them come from there."""
+    for local, qualified in names.items():
+        if local not in resolver._aliases:
+            resolver._set(local, qualified)
+            resolver._imported.add(_root(qualified))
+
+
 def resolver_from_ast(tree: ast.Module) -> NameResolver:
     """Seed a resolver from module-level imports, aliases and shadowing defs."""
     resolver = NameResolver()
+    star_names: Optional[dict[str, str]] = None
     for stmt in module_level_statements(tree.body):
+        if isinstance(stmt, ast.ImportFrom) and (stmt.level or _root(stmt.module or "") not in TRACKED_ROOTS) \
+                and any(alias.name == "*" for alias in stmt.names):
+            star_names = _star_names(tree) if star_names is None else star_names
+            _bind_star_conventions(resolver, star_names)
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 resolver.bind_import(alias.name, alias.asname)

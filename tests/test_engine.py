@@ -41,6 +41,19 @@ def _qualify(source: str, expr: str):
         ("import json", "json.load", None),
         ("from . import torch", "torch.load", None),
         ("from torch import *", "load", None),
+        # A star import of the project's own module brings the conventional names the file reads and never binds.
+        ("from utils import *\ntorch.load(p)", "torch.load", "torch.load"),
+        ("from .common import *\nm = nn.Linear(2, 3)", "nn.DataParallel", "torch.nn.DataParallel"),
+        ("from utils import *\nF.relu(nn.Linear(2, 3))", "F.relu", "torch.nn.functional.relu"),
+        ("from utils import *\nF.pad(x)", "F.pad", None),  # F without nn: torchvision's transforms use it too
+        ("from utils import *\nnp.asarray(x)", "np.asarray", "numpy.asarray"),
+        ("from utils import *\nload = torch.load", "load", "torch.load"),
+        ("import numpy as np\nfrom utils import *\nnp.asarray(x)", "np.asarray", "numpy.asarray"),
+        ("from utils import *\ntorch = backend()\ntorch.load(p)", "torch.load", None),  # the file binds it
+        ("from utils import *\ndef f(torch):\n    torch.load(p)", "torch.load", None),
+        ("from utils import *\ndef f():\n    global torch\ntorch.load(p)", "torch.load", None),
+        ("from torch.nn import *\ntorch.load(p)", "torch.load", None),  # a tracked module's star: its names
+        ("from utils import *", "torch.load", None),  # the file never reads torch
         ("import numpy as torch", "torch.load", "numpy.load"),  # NumPy, tracked for TDV603: not torch.load
         ("import torch", "torch.arange(6).view", None),  # a call inside the chain
         ("import torch", "torch.nn.Module", "torch.nn.Module"),
@@ -48,6 +61,19 @@ def _qualify(source: str, expr: str):
 )
 def test_alias_resolution(source, expr, expected):
     assert _qualify(source, expr) == expected
+
+
+def test_star_import_makes_a_script_a_torch_script():
+    """``from utils import *`` is how a script reaches torch: its rules see ``torch.save``/``torch.load``
+    and the flow as in a file that imports torch itself, and ``imports_any`` says numpy where ``np`` came so."""
+    resolver = resolver_from_ast(ast.parse("from utils import *\nx = np.zeros(3)\n"))
+    assert resolver.imports_any(("numpy",)) and not resolver.imports_any(("torch",))
+    source = ('from models import *\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+              "model = Net().to(device)\nmodel.load_state_dict(torch.load(args.ckpt))\n")
+    found = check_source(source, rules=(TorchLoadWithoutMapLocation,), strict=True)
+    assert found.error is None and [v.line for v in found.violations] == [5]
+    assert check_source(source.replace("from models import *", "from models import Net"),
+                        rules=(TorchLoadWithoutMapLocation,), strict=True).violations == []
 
 
 def test_imports_inside_parsed_code_update_the_map():
