@@ -262,6 +262,40 @@ def test_tdv201_a_load_in_the_body_of_a_cuda_flag_runs_where_cuda_is():
     assert found(source.replace("if args.cuda:", "if args.gpu is None:"), TorchLoadWithoutMapLocation) == [3]
 
 
+DEVICE_HEAD = 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+
+
+@pytest.mark.parametrize(
+    "load, reported",
+    [
+        # fastai's load_learner: the unmapped load is the branch where the chosen device is not the CPU.
+        ("torch.load(f, map_location='cpu') if defaults.device == torch.device('cpu') else torch.load(f)", False),
+        ("torch.load(f, map_location='cpu') if device == 'cpu' else torch.load(f)['model']", False),
+        ("torch.load(f)['model'] if device.type != 'cpu' else torch.load(f, map_location='cpu')", False),
+        ("torch.load(f) if torch.cuda.is_available() else torch.load(f, map_location='cpu')", False),
+        ("torch.load(f, map_location='cpu') if not args.cuda else torch.load(f)", False),
+        # The branch that runs on the CPU, or a test that says nothing of the device, still loads there.
+        ("torch.load(f) if device == 'cpu' else torch.load(f, map_location='cuda')", True),
+        ("torch.load(f) if not torch.cuda.is_available() else torch.load(f, map_location='cuda')", True),
+        ("torch.load(f) if fast else torch.load(f, map_location='cpu')", True),
+    ],
+)
+def test_tdv201_a_conditional_expression_on_the_device(load, reported):
+    assert found(DEVICE_HEAD + f"model = {load}\n", TorchLoadWithoutMapLocation) == ([3] if reported else [])
+
+
+def test_tdv201_the_else_of_a_cpu_comparison_runs_off_the_cpu():
+    source = DEVICE_HEAD + (
+        "if device == 'cpu':\n"
+        "    model = torch.load(f, map_location='cpu')\n"
+        "else:\n"
+        "    model = torch.load(f)\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == []
+    assert found(source.replace("device == 'cpu'", "device.type != 'cpu'"), TorchLoadWithoutMapLocation) == [6]
+    assert found(source.replace("device == 'cpu'", "str(device) != 'cpu'"), TorchLoadWithoutMapLocation) == [6]
+
+
 def test_tdv201_the_else_of_a_negated_cuda_flag_runs_where_cuda_is():
     source = (
         "import torch\n"

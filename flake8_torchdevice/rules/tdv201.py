@@ -15,6 +15,7 @@ from ..analysis.guards import (
     MarkedBlocks,
     availability_test,
     branch_blocks,
+    cpu_comparison,
     is_cuda_comparison,
     is_cuda_flag,
     is_cuda_test,
@@ -146,7 +147,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       `self` attribute built from it) that this module also writes with `torch.save` to the same path expression:
       each process reads back what it wrote from the GPU it loads onto. One file shared by all ranks is reported;
     - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`): it runs where CUDA is
-      (its `else` loads with `map_location`, as a rule);
+      (its `else` loads with `map_location`, as a rule); so does the branch of a test on the chosen device that
+      runs off the CPU (`else` of `if device == "cpu":`, the body of `if device.type != "cpu":`), in a conditional
+      expression too (`torch.load(f, map_location="cpu") if defaults.device == torch.device("cpu") else
+      torch.load(f)`, fastai's `load_learner`; post-hoc, from the star-import first read);
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights; a
       switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`), or
       moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
@@ -256,6 +260,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._tries: list = []  # the ``try`` statements open around the walk
         self._handlers: list = []  # per open ``except`` handler: its ``try`` statement
         self._cuda_bodies = MarkedBlocks()  # ``if torch.cuda.is_available():`` bodies and the like
+        # The calls in the branch of a conditional expression that runs only where CUDA is, or off the CPU:
+        # ``torch.load(f, map_location="cpu") if device == torch.device("cpu") else torch.load(f)``.
+        self._cuda_branch_calls: set[int] = set()
         # Per function (the module's code first, never set: a script's ``.cuda()`` may be
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
         # CUDA test? Then it is GPU code, whatever CPU path the module has.
@@ -370,7 +377,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         test = node.test
         if _runs_where_cuda_is(test, self.names):
             self._cuda_bodies.mark([id(node.body)])  # ``if torch.cuda.is_available():``, ``if args.cuda:``
-        elif is_no_cuda_test(test, self.names):
+        elif is_no_cuda_test(test, self.names) or cpu_comparison(test):
             self._cuda_bodies.mark(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
         self._enter_test(test)
 
@@ -379,7 +386,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         super().visit_IfExp(node)  # MachineEvidence's
-        self._enter_test(node.test)
+        test = node.test
+        branch = node.body if _runs_where_cuda_is(test, self.names) else \
+            node.orelse if is_no_cuda_test(test, self.names) or cpu_comparison(test) else None
+        if branch is not None:
+            self._cuda_branch_calls.update(id(n) for n in subtree(branch) if isinstance(n, cst.Call))
+        self._enter_test(test)
 
     def _enter_test(self, test: cst.BaseExpression) -> None:
         """A branch on CUDA: code under it is guarded (the mixin notes the CPU path it implies).
@@ -446,7 +458,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # above) and run where the suite's gates put them.
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
             return
-        if self._cuda_bodies.inside:
+        if self._cuda_bodies.inside or id(node) in self._cuda_branch_calls:
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
         if any(self._zoo):
             return  # a model zoo's published weights (``if pretrained: torch.load(get_model_file(name))``)
@@ -573,11 +585,11 @@ def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
     (``torch.cuda.is_available()``, ``args.gpu is not None``), a CUDA flag alone
     (``args.cuda``, ``use_gpu``) or above zero (``args.cuda > 0``), the chosen device compared with a
     CUDA string (``device == "cuda"``: where it is not CUDA, the code's own switch takes the other
-    branch); not ``args.gpu is None`` (the branch without a chosen GPU, the CPU's among others) nor a
-    negation."""
+    branch) or said not to be the CPU (``device.type != "cpu"``); not ``args.gpu is None`` (the branch
+    without a chosen GPU, the CPU's among others) nor a negation."""
     if is_no_cuda_test(test, names):
         return False
-    if availability_test(test, names) or is_cuda_comparison(test):
+    if availability_test(test, names) or is_cuda_comparison(test) or cpu_comparison(test) is False:
         return True
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
