@@ -45,14 +45,15 @@ class _Frame:
 
 
 class OptimizerStateBeforePlacement(Rule):
-    r"""**On by default.** Precision on held-out user code: 1 of 2 findings right over the held-out batches v2-v76
-    with the rules of 2026-12-03, session of 11:17 (v76's first read 0 of 1: a NeRF trainer whose `__main__` sets
-    `torch.cuda.FloatTensor` as the default tensor type before it builds the model, so the state loads on the GPU;
-    such a default is read since, but that file reaches `torch` only through a star import, which the name resolver
-    does not follow). It reported nothing in the 12,837 files the corpus first held (its well-known training scripts
-    move the model before they resume the optimizer); the one real fix it comes from (deepspeech.pytorch bcad275,
-    "Expected object of type torch.FloatTensor but found type torch.cuda.FloatTensor ... optimizer.step()") is found
-    (docs/recall.md).
+    r"""**On by default.** Precision on held-out user code: 1 of 1 over v2-v78 with the rules of 2026-12-03, session
+    of 13:59 (v76's false finding gone: the name resolver follows a star import of the project's own module for
+    `torch` since); 1 of 2 findings right over the held-out batches v2-v76 with the rules of 2026-12-03, session of
+    11:17 (v76's first read 0 of 1: a NeRF trainer whose `__main__` sets `torch.cuda.FloatTensor` as the default
+    tensor type before it builds the model, so the state loads on the GPU; such a default is read since, but that
+    file reaches `torch` only through a star import, which the name resolver did not follow then). It reported nothing
+    in the 12,837 files the corpus first held (its well-known training scripts move the model before they resume the
+    optimizer); the one real fix it comes from (deepspeech.pytorch bcad275, "Expected object of type
+    torch.FloatTensor but found type torch.cuda.FloatTensor ... optimizer.step()") is found (docs/recall.md).
 
     ## What it does
     Flags `optimizer.load_state_dict(...)` when the optimizer was built in the same function (or
