@@ -611,3 +611,34 @@ def test_a_value_test_is_a_check_only_for_the_branch_it_sends_a_cpu_value_to():
     # A question of the machine beside it (`p.is_cuda and torch.cuda.is_available()`) checks the whole function.
     machine = source.replace("if p.is_cuda:", "if p.is_cuda and torch.cuda.is_available():")
     assert found(machine, [CudaMixedWithToDevice]) == [(7, "TDV101")]
+
+
+@pytest.mark.parametrize(
+    "device, reported",
+    [
+        ("torch.device('cuda:' + str(args.gpu_ind))", False),  # a GPU whatever the option says
+        ("f'cuda:{args.gpu}'", False),
+        ("'cuda:%d' % args.gpu", False),
+        ("torch.device('cuda:{}'.format(rank))", False),
+        ("torch.device('cuda', args.gpu)", False),
+        ("'cuda:1'", False),
+        # A device that may be the CPU: the .cuda() before the .to() raises where CUDA is missing.
+        ("torch.device('cuda' if torch.cuda.is_available() else 'cpu')", True),
+        ("args.device", True),
+    ],
+)
+def test_tdv101_cuda_chained_into_a_move_to_an_always_cuda_device(device, reported):
+    """``x.cuda().to(dev)``: the ``.to()`` puts the value on the chosen GPU; the ``.cuda()`` breaks only a device
+    that may be the CPU. A bare ``.cuda()`` beside a chosen ordinal still goes to the current GPU instead."""
+    source = f"""
+    import torch
+    local_device = {device}
+    model = Net().to(local_device)
+
+    def step(batch, actions):
+        batch = batch.cuda(non_blocking=True).to(local_device)
+        return model(batch)
+    """
+    assert found(source, [CudaMixedWithToDevice]) == ([(7, "TDV101")] if reported else [])
+    bare = source.replace("batch.cuda(non_blocking=True).to(local_device)", "batch.cuda()")
+    assert found(bare, [CudaMixedWithToDevice]) == [(7, "TDV101")]

@@ -46,6 +46,18 @@ def literal_text(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def cuda_only_device(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """A device that is CUDA whatever its ordinal: ``"cuda:1"``, ``f"cuda:{rank}"``, ``"cuda:" + str(gpu)``,
+    ``"cuda:%d" % gpu``, ``"cuda:{}".format(gpu)``, and ``torch.device(...)`` of one, or ``torch.device("cuda", i)``."""
+    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device" and expr.args:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        expr = expr.func.value
+    while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+        expr = expr.left
+    return (literal_text(expr) or "").startswith("cuda")
+
+
 def is_device_name(expr: cst.BaseExpression) -> bool:
     """``device``, ``args.dev``, ``self.target_device``, ``device_``."""
     if isinstance(expr, cst.Attribute):
@@ -214,6 +226,7 @@ class DeviceScope:
     parent: Optional["DeviceScope"]
     bindings: dict = field(default_factory=dict)  # device-like name -> [is a literal CUDA device]
     literal_cuda: list = field(default_factory=list)  # unguarded placements on literal CUDA (names: to resolve)
+    cuda_only: dict = field(default_factory=dict)  # device-like name -> [is a CUDA device, any ordinal]
     moves: list = field(default_factory=list)  # the target name of each device choice (None: not a name)
     offloads: bool = False  # moves a module back with .cpu(): it places its modules by hand
 
@@ -224,6 +237,15 @@ class DeviceScope:
         while scope is not None:
             if name in scope.bindings:
                 return all(scope.bindings[name])
+            scope = scope.parent
+        return False
+
+    def always_cuda(self, name: str) -> bool:
+        """Is every binding of ``name`` seen from here a CUDA device, whatever its ordinal (parameters: never)?"""
+        scope = self
+        while scope is not None:
+            if name in scope.cuda_only:
+                return all(scope.cuda_only[name])
             scope = scope.parent
         return False
 
@@ -280,6 +302,7 @@ class DeviceChoice(AssignmentBindings):
             default = param.default
             literal = default is not None and literal_first_cuda(default, self.names)
             self.device_scope.bindings[param.name.value] = [literal]
+            self.device_scope.cuda_only[param.name.value] = [False]  # the caller may pass any device
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().leave_FunctionDef(node)
@@ -297,6 +320,7 @@ class DeviceChoice(AssignmentBindings):
                 # whether or not a ``.to(device)`` uses it
                 self.device_scope.moves.append(target.value)
             self.device_scope.bindings.setdefault(target.value, []).append(literal)
+            self.device_scope.cuda_only.setdefault(target.value, []).append(cuda_only_device(value, self.names))
 
     def is_statement(self, call: cst.Call) -> bool:
         """Is ``call`` a whole expression statement (``model.cuda()``)?"""

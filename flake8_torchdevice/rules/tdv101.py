@@ -10,6 +10,7 @@ from ..analysis.code import is_main_guard, param_names, subtree
 from ..analysis.devices import (
     DeviceChoice,
     DeviceScope,
+    cuda_only_device,
     device_argument,
     is_device_move,
     is_cuda_call,
@@ -193,6 +194,10 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
       were CUDA-only code and 9 real, before 2026-12-02, session of 18:55);
     - `.cuda(rank)` / `.cuda(device=d)`, which name their device (unless another `.cuda()` of the function is under
       a CUDA check);
+    - a `.cuda()` whose value a `.to()` moves on at once to a device that is CUDA whatever its ordinal
+      (`x.cuda(non_blocking=True).to(local_device)` with `local_device = torch.device("cuda:" + str(args.gpu))`,
+      `f"cuda:{rank}"`): the value ends on the chosen GPU, and no machine without CUDA runs that code (post-hoc,
+      from v78's first read: 4 false findings of one CUDA-only learner);
     - a `.cuda()` beside `if p.is_cuda: self.grid = self.grid.cuda()` but outside the branch that test sends a CPU
       value to: the test keeps state next to the input; it does not say the function runs without CUDA;
     - a module whose `.to()` calls never choose a device: dtype casts, `.to(other_tensor)`, the literal `"cuda"` /
@@ -282,6 +287,7 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._cuda_calls: list[_CudaCall] = []
+        self._moved_on: set[int] = set()  # ``.cuda()`` calls whose value a ``.to()`` moves on to an always-CUDA device
         self._depth = 0  # functions open
         self._module_devices: dict[str, Optional[int]] = {}  # device-like module names -> statement
         self._collective_inputs: set[int] = set()  # ids of .cuda() calls fed to torch.distributed
@@ -391,6 +397,8 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             self._note_cuda(node, constructor=True)  # ``torch.cuda.FloatTensor(n)``: a new tensor's ``.cuda()``
         if not isinstance(func, cst.Attribute):
             return
+        if func.attr.value == "to" and self._moves_to_cuda_only(node):
+            self._moved_on.add(id(func.value))  # ``x.cuda().to(dev)`` with ``dev`` always CUDA: the ``.to()`` decides
         if func.attr.value == "cuda":
             self._note_cuda(node)
         elif func.attr.value == "cpu" and is_module_receiver(node, self.is_statement(node)):
@@ -398,7 +406,22 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
         elif func.attr.value == "to" and self._main is not None and is_device_move(node, self.names, self.CPU_CHOOSES):
             self._main_chooses = True
 
+    def _moves_to_cuda_only(self, node: cst.Call) -> bool:
+        """``.cuda(...).to(dev)`` where ``dev`` is a CUDA device whatever its ordinal (``torch.device("cuda:" +
+        str(gpu))``, a name every binding of which is one): the value ends on the chosen GPU, and a machine without
+        CUDA cannot run the ``.to()`` either."""
+        inner = node.func.value
+        if not (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "cuda"):
+            return False
+        target = device_argument(node)
+        if isinstance(target, cst.Name):
+            return self.device_scope.always_cuda(target.value)
+        return target is not None and cuda_only_device(target, self.names)
+
     def _note_cuda(self, node: cst.Call, constructor: bool = False) -> None:
+        if id(node) in self._moved_on:
+            return
         scope = self.device_scope
         if self.cuda_guarded():
             tests = [frame[0].test for frame in self._if_stack]
