@@ -233,19 +233,19 @@ class DeviceScope:
     def literal(self, name: str) -> bool:
         """Is every binding of ``name`` seen from here a literal CUDA device
         (parameters: their default)?"""
-        scope = self
-        while scope is not None:
-            if name in scope.bindings:
-                return all(scope.bindings[name])
-            scope = scope.parent
-        return False
+        return self._every("bindings", name)
 
     def always_cuda(self, name: str) -> bool:
         """Is every binding of ``name`` seen from here a CUDA device, whatever its ordinal (parameters: never)?"""
+        return self._every("cuda_only", name)
+
+    def _every(self, table: str, name: str) -> bool:
+        """Is every entry for ``name`` true in ``table`` of the nearest scope that binds it?"""
         scope = self
         while scope is not None:
-            if name in scope.cuda_only:
-                return all(scope.cuda_only[name])
+            entries = getattr(scope, table)
+            if name in entries:
+                return all(entries[name])
             scope = scope.parent
         return False
 
