@@ -96,6 +96,13 @@ class NameResolver:
         else:
             self._set(target, resolved)
 
+    def bind_star_conventions(self, names: dict[str, str]) -> None:
+        """``from utils import *`` (a module of the project's own): the conventional names of torch and NumPy
+        the file reads and never binds (``_star_names``) come from there."""
+        for local, qualified in names.items():
+            self._set(local, qualified)
+            self._imported.add(_root(qualified))
+
     def unbind(self, local: str) -> None:
         if self._frames:
             self._frames[-1][1][local] = None
@@ -273,15 +280,6 @@ def _star_names(tree: ast.Module) -> dict[str, str]:
     return {local: qualified for local, qualified in names.items() if local not in bound}
 
 
-def _bind_star_conventions(resolver: NameResolver, names: dict[str, str]) -> None:
-    """``from utils import *`` (a module of the project's own): the conventional names of torch and NumPy
-    the file reads without binding them come from there."""
-    for local, qualified in names.items():
-        if local not in resolver._aliases:
-            resolver._set(local, qualified)
-            resolver._imported.add(_root(qualified))
-
-
 def resolver_from_ast(tree: ast.Module) -> NameResolver:
     """Seed a resolver from module-level imports, aliases and shadowing defs."""
     resolver = NameResolver()
@@ -290,7 +288,7 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
         if isinstance(stmt, ast.ImportFrom) and (stmt.level or _root(stmt.module or "") not in TRACKED_ROOTS) \
                 and any(alias.name == "*" for alias in stmt.names):
             star_names = _star_names(tree) if star_names is None else star_names
-            _bind_star_conventions(resolver, star_names)
+            resolver.bind_star_conventions(star_names)
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 resolver.bind_import(alias.name, alias.asname)

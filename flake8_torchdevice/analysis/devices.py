@@ -49,8 +49,7 @@ def literal_text(expr: cst.BaseExpression) -> Optional[str]:
 def cuda_only_device(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """A device that is CUDA whatever its ordinal: ``"cuda:1"``, ``f"cuda:{rank}"``, ``"cuda:" + str(gpu)``,
     ``"cuda:%d" % gpu``, ``"cuda:{}".format(gpu)``, and ``torch.device(...)`` of one, or ``torch.device("cuda", i)``."""
-    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device" and expr.args:
-        expr = expr.args[0].value
+    expr = _device_type(expr, names)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
         expr = expr.func.value
     while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
@@ -156,6 +155,22 @@ def cpu_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """A CPU string, ``torch.device("cpu")`` or ``torch.device(type="cpu")``: the CPU, literally."""
     expr = _device_type(expr, names)
     return expr is not None and is_cpu_string(expr)
+
+
+def cpu_comparison(test: cst.BaseExpression, names: NameResolver) -> Optional[bool]:
+    """Does ``test`` compare the chosen device with the CPU? True where it holds on the CPU
+    (``device == "cpu"``, ``defaults.device == torch.device("cpu")``, ``"cpu" in str(device)``), False where
+    it holds off it (``device.type != "cpu"``), None for any other test: the other branch, or the one that
+    holds off the CPU, runs only where the device is not the CPU."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    comparison = test.comparisons[0]
+    if not (cpu_literal(test.left, names) or cpu_literal(comparison.comparator, names)):
+        return None
+    operator = comparison.operator
+    if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
+        return True
+    return False if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)) else None
 
 
 def cuda_literal(expr: cst.BaseExpression, names: NameResolver) -> bool:

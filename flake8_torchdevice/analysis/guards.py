@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .._lazy import cst
 from ..names import NameResolver, full_name
@@ -68,29 +67,6 @@ def is_cuda_comparison(test: cst.BaseExpression) -> bool:
     """``device == "cuda"``, ``args.device.type == "cuda"``, ``"cuda" in device``: the test itself
     compares with a CUDA device string, so its body runs where the chosen device is CUDA."""
     return isinstance(test, cst.Comparison) and _is_positive_cuda_comparison(test)
-
-
-def _is_cpu_device(node: cst.BaseExpression) -> bool:
-    """``"cpu"``, ``torch.device("cpu")``."""
-    if isinstance(node, cst.Call) and (last_name(node.func) or "") == "device" and node.args:
-        node = node.args[0].value
-    return string_value(node) == "cpu"
-
-
-def cpu_comparison(test: cst.BaseExpression) -> Optional[bool]:
-    """Does ``test`` compare the chosen device with the CPU? True where it holds on the CPU
-    (``device == "cpu"``, ``defaults.device == torch.device("cpu")``, ``"cpu" in str(device)``), False where
-    it holds off it (``device.type != "cpu"``), None for any other test: the other branch, or the one that
-    holds off the CPU, runs only where the device is not the CPU."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return None
-    comparison = test.comparisons[0]
-    if not (_is_cpu_device(test.left) or _is_cpu_device(comparison.comparator)):
-        return None
-    operator = comparison.operator
-    if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
-        return True
-    return False if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)) else None
 
 
 def _is_negated_cpu_flag(node: cst.CSTNode) -> bool:

@@ -9,13 +9,12 @@ from .._lazy import cst
 from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import argument, is_self_attribute, last_name, param_names, string_value, subtree
-from ..analysis.devices import cuda_literal, device_argument
+from ..analysis.devices import cpu_comparison, cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
     MarkedBlocks,
     availability_test,
     branch_blocks,
-    cpu_comparison,
     is_cuda_comparison,
     is_cuda_flag,
     is_cuda_test,
@@ -380,7 +379,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         test = node.test
         if _runs_where_cuda_is(test, self.names):
             self._cuda_bodies.mark([id(node.body)])  # ``if torch.cuda.is_available():``, ``if args.cuda:``
-        elif is_no_cuda_test(test, self.names) or cpu_comparison(test):
+        elif _else_runs_where_cuda_is(test, self.names):
             self._cuda_bodies.mark(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
         self._enter_test(test)
 
@@ -391,7 +390,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         super().visit_IfExp(node)  # MachineEvidence's
         test = node.test
         branch = node.body if _runs_where_cuda_is(test, self.names) else \
-            node.orelse if is_no_cuda_test(test, self.names) or cpu_comparison(test) else None
+            node.orelse if _else_runs_where_cuda_is(test, self.names) else None
         if branch is not None:
             self._cuda_branch_calls.update(id(n) for n in subtree(branch) if isinstance(n, cst.Call))
         self._enter_test(test)
@@ -592,7 +591,7 @@ def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
     without a chosen GPU, the CPU's among others) nor a negation."""
     if is_no_cuda_test(test, names):
         return False
-    if availability_test(test, names) or is_cuda_comparison(test) or cpu_comparison(test) is False:
+    if availability_test(test, names) or is_cuda_comparison(test) or cpu_comparison(test, names) is False:
         return True
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
@@ -601,6 +600,12 @@ def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
             return False
         test = test.left
     return is_cuda_flag(test)
+
+
+def _else_runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
+    """Does the other branch of ``if <test>:`` run only where a GPU is? A test true without CUDA
+    (``not args.cuda``) or on the chosen CPU (``device == "cpu"``)."""
+    return is_no_cuda_test(test, names) or bool(cpu_comparison(test, names))
 
 
 def _names_rng_state(path: cst.BaseExpression) -> bool:
