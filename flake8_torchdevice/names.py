@@ -34,7 +34,7 @@ class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
     __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks",
-                 "argv_at_import", "default_device_at_import", "hf_names")
+                 "argv_at_import", "default_device_at_import", "hf_names", "module_body")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -61,6 +61,7 @@ class NameResolver:
         # Names module code binds to Hugging Face transformers (``from transformers import AutoModel``,
         # ``import transformers as tf``): ``AutoModel.from_pretrained(...)`` builds on the CPU (flow/layers.py).
         self.hf_names: dict[str, str] = {}  # local name -> the transformers name it is bound to
+        self.module_body: list[ast.stmt] = []  # the module's statements (analysis/cuda_only.py reads them)
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -283,6 +284,7 @@ def _star_names(tree: ast.Module) -> dict[str, str]:
 def resolver_from_ast(tree: ast.Module) -> NameResolver:
     """Seed a resolver from module-level imports, aliases and shadowing defs."""
     resolver = NameResolver()
+    resolver.module_body = tree.body
     star_names: Optional[dict[str, str]] = None
     for stmt in module_level_statements(tree.body):
         if isinstance(stmt, ast.ImportFrom) and (stmt.level or _root(stmt.module or "") not in TRACKED_ROOTS) \

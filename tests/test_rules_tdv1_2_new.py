@@ -846,3 +846,121 @@ def test_tdv111_leaves_flags_modules_and_references(line):
 def test_tdv201_a_model_zoos_pretrained_weights_are_left_alone(function, reported):
     source = "import torch\n\n\n" + function + "\n"
     assert bool(found(source, TorchLoadWithoutMapLocation)) is reported
+
+
+# A helper with a CPU path (the module asks whether CUDA is there), a class loading weights, then module code.
+_CUDA_ONLY_HEAD = (
+    "import torch\n"
+    "def batch(x):\n"
+    "    return x.cuda() if torch.cuda.is_available() else x\n"
+    "class Net(torch.nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.load_state_dict(torch.load('net.pt'))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("module_code", "reported"),
+    [
+        # Module code places on CUDA unconditionally and never branches on it: no machine without a GPU imports it.
+        ("DEVICE = torch.device('cuda')\nmodel = Net().to(DEVICE)\n", False),
+        ("model = Net().cuda()\n", False),
+        ("model = Net()\nmodel.to('cuda:1')\n", False),
+        ("model = Net()\nwith torch.no_grad():\n    out = model(torch.ones(2).cuda())\n", False),
+        ("model = Net().to(device=torch.device('cuda', 0))\n", False),
+        # A CUDA branch in module code: the unguarded `.cuda()` beside it breaks a CPU path (TDV101's mistake).
+        ("use_gpu = torch.cuda.is_available()\nmodel = Net()\nif use_gpu:\n    model = model.cuda()\n"
+         "x = torch.ones(2).cuda()\n", True),
+        ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nmodel = Net().cuda()\n", True),
+        ("DEVICE = 'cpu'\nmodel = Net().cuda()\n", True),
+        # A result taken off the GPU is no CPU choice.
+        ("model = Net().cuda()\nprint(model(torch.ones(2).cuda()).to('cpu'))\n", False),
+        # Placements that may not run, or not on CUDA.
+        ("model = Net().cuda() if use_gpu else Net()\n", True),
+        ("for model in [Net()]:\n    model.cuda()\n", True),
+        ("DEVICE = torch.device('cuda')\nDEVICE = torch.device('cpu')\nmodel = Net().to(DEVICE)\n", True),
+        ("model = Net().to(args.device)\n", True),
+        # Processes per GPU meet other GPUs whatever the module requires.
+        ("rank = int(os.environ['LOCAL_RANK'])\nmodel = Net().cuda()\n", True),
+    ],
+)
+def test_tdv201_module_code_that_requires_cuda(module_code, reported):
+    source = _CUDA_ONLY_HEAD + module_code
+    assert found(source, TorchLoadWithoutMapLocation) == ([7] if reported else [])
+
+
+def test_tdv201_a_main_block_that_requires_cuda():
+    source = (
+        "import torch\n"
+        "device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
+        "def evaluate(model):\n"
+        "    model.load_state_dict(torch.load('best.pt'))\n"
+        "if __name__ == '__main__':\n"
+        "    model = torch.nn.Linear(2, 2)\n"
+        "    model = model.cuda()\n"
+        "    model.load_state_dict(torch.load('model.pt'))\n"
+    )
+    # The block cannot run without a GPU; the function, which another script may import, still can.
+    assert found(source, TorchLoadWithoutMapLocation) == [4]
+    guarded = source.replace("    model = model.cuda()\n", "    if torch.cuda.is_available():\n"
+                             "        model = model.cuda()\n")
+    assert found(guarded, TorchLoadWithoutMapLocation) == [4, 9]
+
+
+_RUN = """\
+import os
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+encoder_file = os.path.join(args.save_folder, "encoder.pt")
+
+def train(best):
+    if best:
+        torch.save(encoder.state_dict(), encoder_file)
+    save_all()
+
+def save_all():
+    torch.save(model, os.path.join(args.work_dir, 'model.pt'))
+
+def test():
+    encoder.load_state_dict(torch.load(encoder_file))
+
+def restore(path):
+    return torch.load(path)
+
+{order}
+with open(os.path.join(args.work_dir, "model.pt"), "rb") as f:
+    model = torch.load(f)
+restore(encoder_file)
+"""
+
+
+@pytest.mark.parametrize(
+    ("order", "lines"),
+    [
+        # test() and the module's own load run after train() wrote their files in this run: one machine.
+        ("for epoch in range(9):\n    train(True)\ntest()", [18]),
+        # test() runs once before any save: it may read another run's file; so may the module's load.
+        ("test()\nfor epoch in range(9):\n    train(True)\ntest()", [15, 18]),
+        ("test()", [15, 18, 22]),
+        # A function another function calls may run anywhere.
+        ("def main():\n    test()\ntrain(True)\nmain()", [15, 18]),
+    ],
+)
+def test_tdv201_a_file_read_back_in_the_run_that_wrote_it(order, lines):
+    assert found(_RUN.format(order=order), TorchLoadWithoutMapLocation) == lines
+
+
+def test_tdv201_a_function_local_path_is_no_run_round_trip():
+    source = (
+        "import torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def train():\n"
+        "    path = 'best.pt'\n"
+        "    torch.save(model, path)\n"
+        "def test(path):\n"
+        "    return torch.load(path)\n"
+        "train()\n"
+        "test(args.checkpoint)\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == [7]

@@ -203,6 +203,13 @@ def sets_cuda_default(call: cst.Call, names: NameResolver) -> bool:
 
 # Receivers that are modules by name: ``model.cuda()``, ``self.netG.to(d)``.
 _MODULE_NAME = re.compile(r"model|net|module|encoder|decoder|generator|discriminator|backbone|classifier|critic", re.I)
+
+
+def names_a_module(name: str) -> bool:
+    """``model``, ``netG``, ``self.encoder``'s ``encoder``: a name that says a module is held."""
+    return bool(_MODULE_NAME.search(name))
+
+
 # Holders of a configured device: ``args.device``, ``self.device``, ``accelerator.device``.
 _OPTION_HOLDER = re.compile(
     r"^(?:self|args?|opts?|options|cfg|config|conf|hparams|params|flags|accelerator|fabric|trainer)$", re.I
@@ -220,8 +227,7 @@ def is_module_receiver(call: cst.Call, statement: bool) -> bool:
     if isinstance(receiver, cst.Call):
         name = last_name(receiver.func) or ""
         return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"
-    name = last_name(receiver) or ""
-    return bool(_MODULE_NAME.search(name))
+    return names_a_module(last_name(receiver) or "")
 
 
 def follows_a_value(target: cst.BaseExpression) -> bool:

@@ -27,7 +27,7 @@ from .code import last_name, string_value, subtree
 from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
 
-_CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
+CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 # A process's rank. A GPU's id (``gpu_id``, ``device_ids=[args.gpu]``) is no rank: it chooses where
 # one process runs, as ``set_device(args.gpu)`` does below (in the held-out projects, 8 loads beside
 # one were CUDA-only programs' checkpoints saved from ``cuda:0``, none a job of processes per GPU).
@@ -46,7 +46,7 @@ _LAUNCHERS = frozenset({
 })
 READS = frozenset(
     {"cpu", "is_available", "DistributedDataParallel", "set_device", "*cuda", "*gpu", "Accelerator", "Fabric"}
-    | _CPU_FLAGS | _RANK_WORDS
+    | CPU_FLAGS | _RANK_WORDS
 )
 
 
@@ -135,7 +135,7 @@ class MachineEvidence:
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if id(node) in self._not_evidence:
             return
-        if node.value in _CPU_FLAGS:
+        if node.value in CPU_FLAGS:
             self.has_cpu_path = True
         elif _names_rank(node):
             self.uses_gpus_per_process = True

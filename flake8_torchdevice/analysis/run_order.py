@@ -1,0 +1,163 @@
+"""Files a script reads back in the run that wrote them (TDV201's evidence).
+
+``train()`` saves the best model to ``encoder_file``; the module code then calls ``test()``, which loads
+``encoder_file``: the file the run has just written, on the machine it runs on. A round trip across
+functions of one script, read from the run order of its module code: a function called from module code
+only, each call after module code has called a function that saves to the same path (directly or through
+the functions it calls), reads back that run's file; so does a load in module code itself after such a call.
+Only paths built from module names count (``encoder_file``, ``os.path.join(args.work_dir, "model.pt")``,
+also through ``with open(path, "rb") as f``): a function's own locals and parameters may name anything.
+
+Read from the ``ast`` once per file, so the answer does not depend on what code the engine's selection parses.
+Keys are ``ast.dump`` of the path expression: layout and quotes do not matter.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..names import ast_dotted_name
+
+SAVES = frozenset({"torch.save", "torch.serialization.save"})
+LOADS = frozenset({"torch.load", "torch.serialization.load"})
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def read_back_in_run(names) -> dict:
+    """{module-level function name, or "" for module code: the path keys it reads back in the run that wrote them}."""
+    found = names.facts.get("read_back_in_run")
+    if found is None:
+        found = names.facts["read_back_in_run"] = _read_back(names)
+    return found
+
+
+def path_key(source: str) -> Optional[str]:
+    """The key of a path expression given as source (a CST node's code), or None where it does not parse."""
+    try:
+        return ast.dump(ast.parse(f"(\n{source}\n)", mode="eval").body)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _read_back(names) -> dict:
+    functions = {name: node for name in names.local_function_names()
+                 if isinstance(node := names.definition(name), (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not functions:
+        return {}
+    callees = {name: _called(node, functions) for name, node in functions.items()}
+    written = {name: _writes(name, functions, callees, names) for name in functions}
+    called_by_functions = set().union(*callees.values())
+    state: set = set()
+    at_calls: dict[str, list] = {}
+    module_loads: dict[str, bool] = {}
+    handles: dict = {}
+    for node in _module_code_events(names.module_body):
+        if isinstance(node, ast.With):
+            _note_handles(node, handles)
+            continue
+        callee = node.func.id if isinstance(node.func, ast.Name) else None
+        if callee in functions:
+            at_calls.setdefault(callee, []).append(set(state))
+            state |= written[callee]
+        elif _qualified(node, names) in LOADS:
+            key = _key(node, 0, handles, set())
+            if key is not None:
+                module_loads[key] = module_loads.get(key, True) and key in state
+    result = {"": {key for key, after in module_loads.items() if after}}
+    for name, states in at_calls.items():
+        if name not in called_by_functions:
+            result[name] = _loads(functions[name], names) & set.intersection(*states)
+    return result
+
+
+def _writes(name: str, functions: dict, callees: dict, names) -> set:
+    """The path keys a function saves to, itself or through the functions it calls."""
+    seen, pending, keys = set(), [name], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        keys |= _io_keys(functions[current], names, SAVES, 1)
+        pending.extend(callees[current])
+    return keys
+
+
+def _loads(function: ast.AST, names) -> set:
+    return _io_keys(function, names, LOADS, 0)
+
+
+def _io_keys(function: ast.AST, names, wanted: frozenset, position: int) -> set:
+    local = _locals(function)
+    handles: dict = {}
+    keys = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            _note_handles(node, handles)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and _qualified(node, names) in wanted:
+            key = _key(node, position, handles, local)
+            if key is not None:
+                keys.add(key)
+    return keys
+
+
+def _key(call: ast.Call, position: int, handles: dict, local: set) -> Optional[str]:
+    args = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+    path = args[position] if len(args) > position else \
+        next((k.value for k in call.keywords if k.arg == "f"), None)
+    path = _opened(path) or (handles.get(path.id, path) if isinstance(path, ast.Name) else path)
+    if path is None or any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(path)):
+        return None  # a function's own names may name anything
+    return ast.dump(path)
+
+
+def _opened(expr) -> Optional[ast.expr]:
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "open" and expr.args:
+        return expr.args[0]
+    return None
+
+
+def _note_handles(node, handles: dict) -> None:
+    """``with open(path, "rb") as f``: ``f`` reads ``path``."""
+    for item in node.items:
+        opened = _opened(item.context_expr)
+        if opened is not None and isinstance(item.optional_vars, ast.Name):
+            handles[item.optional_vars.id] = opened
+
+
+def _locals(function: ast.AST) -> set:
+    """A function's parameters and the names it binds, but those it declares ``global``."""
+    arguments = function.args
+    bound = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    bound |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    declared: set = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.Global):
+            declared.update(node.names)
+    return bound - declared
+
+
+def _called(function: ast.AST, functions: dict) -> set:
+    return {node.func.id for node in ast.walk(function)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions}
+
+
+def _qualified(call: ast.Call, names) -> Optional[str]:
+    dotted = ast_dotted_name(call.func)
+    return names.resolve_dotted(dotted) if dotted else None
+
+
+def _module_code_events(body: list) -> list:
+    """Calls and ``with`` statements of module code (not in definitions), in source order."""
+    events = []
+    pending = [stmt for stmt in body if not isinstance(stmt, _DEFINITIONS)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call) or isinstance(node, (ast.With, ast.AsyncWith)):
+            events.append(node)
+        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _DEFINITIONS))
+    return sorted(events, key=lambda node: (node.lineno, node.col_offset))
