@@ -964,3 +964,31 @@ def test_tdv201_a_function_local_path_is_no_run_round_trip():
         "test(args.checkpoint)\n"
     )
     assert found(source, TorchLoadWithoutMapLocation) == [7]
+
+
+@pytest.mark.parametrize(
+    ("exit_test", "exit_body", "reported"),
+    [
+        # The code after an early exit on the CPU (or without CUDA) runs where a GPU is.
+        ("device == torch.device('cpu')", "return torch.load(path, map_location='cpu')", False),
+        ("device.type == 'cpu'", "return None", False),
+        ("not torch.cuda.is_available()", "raise RuntimeError('needs a GPU')", False),
+        ("not args.cuda", "sys.exit(1)", False),
+        # An exit that runs where the GPU is, or a branch that falls through, leaves the CPU path.
+        ("device.type == 'cuda'", "return torch.load(path)", True),
+        ("device == 'cpu'", "print('on the CPU')", True),
+        ("fast", "return None", True),
+    ],
+)
+def test_tdv201_after_an_early_exit_off_the_cpu(exit_test, exit_body, reported):
+    source = DEVICE_HEAD + (
+        "def load(path):\n"
+        f"    if {exit_test}:\n"
+        f"        {exit_body}\n"
+        "    state = torch.load(path)\n"
+        "    return state\n"
+    )
+    last = source.count("\n") - 1
+    for full in (False, True):
+        result = check_source(source, rules=(TorchLoadWithoutMapLocation,), strict=True, full=full)
+        assert [v.line for v in result.violations if v.line == last] == ([last] if reported else [])

@@ -41,37 +41,48 @@ def path_key(source: str) -> Optional[str]:
 
 
 def _read_back(names) -> dict:
-    functions = {name: node for name in names.local_function_names()
-                 if isinstance(node := names.definition(name), (ast.FunctionDef, ast.AsyncFunctionDef))}
-    if not functions:
-        return {}
-    callees = {name: _called(node, functions) for name, node in functions.items()}
-    written = {name: _writes(name, functions, callees, names) for name in functions}
-    called_by_functions = set().union(*callees.values())
+    """Walks module code only, and a function's body only where module code calls it (a file of 100,000 functions
+    costs no more than its module code)."""
+    written: dict[str, set] = {}
     state: set = set()
     at_calls: dict[str, list] = {}
     module_loads: dict[str, bool] = {}
     handles: dict = {}
     for node in _module_code_events(names.module_body):
-        if isinstance(node, ast.With):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
             _note_handles(node, handles)
             continue
         callee = node.func.id if isinstance(node.func, ast.Name) else None
-        if callee in functions:
+        if callee is not None and _function(names, callee) is not None:
             at_calls.setdefault(callee, []).append(set(state))
+            if callee not in written:
+                written[callee] = _writes(callee, names)
             state |= written[callee]
         elif _qualified(node, names) in LOADS:
             key = _key(node, 0, handles, set())
             if key is not None:
                 module_loads[key] = module_loads.get(key, True) and key in state
     result = {"": {key for key, after in module_loads.items() if after}}
-    for name, states in at_calls.items():
-        if name not in called_by_functions:
-            result[name] = _loads(functions[name], names) & set.intersection(*states)
+    candidates = {name: set.intersection(*states) for name, states in at_calls.items()}
+    candidates = {name: keys for name, keys in candidates.items() if keys}
+    if candidates:
+        called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
+        for name, keys in candidates.items():
+            if name not in called_by_functions:
+                result[name] = _io_keys(_function(names, name), names, LOADS, 0) & keys
     return result
 
 
-def _writes(name: str, functions: dict, callees: dict, names) -> set:
+def _function(names, name: str):
+    node = names.definition(name)
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _functions(names) -> list:
+    return [node for name in names.local_function_names() if (node := _function(names, name)) is not None]
+
+
+def _writes(name: str, names) -> set:
     """The path keys a function saves to, itself or through the functions it calls."""
     seen, pending, keys = set(), [name], set()
     while pending:
@@ -79,13 +90,10 @@ def _writes(name: str, functions: dict, callees: dict, names) -> set:
         if current in seen:
             continue
         seen.add(current)
-        keys |= _io_keys(functions[current], names, SAVES, 1)
-        pending.extend(callees[current])
+        node = _function(names, current)
+        keys |= _io_keys(node, names, SAVES, 1)
+        pending.extend(_called(node, names))
     return keys
-
-
-def _loads(function: ast.AST, names) -> set:
-    return _io_keys(function, names, LOADS, 0)
 
 
 def _io_keys(function: ast.AST, names, wanted: frozenset, position: int) -> set:
@@ -141,9 +149,9 @@ def _locals(function: ast.AST) -> set:
     return bound - declared
 
 
-def _called(function: ast.AST, functions: dict) -> set:
-    return {node.func.id for node in ast.walk(function)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions}
+def _called(function: ast.AST, names) -> set:
+    return {node.func.id for node in ast.walk(function) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and _function(names, node.func.id) is not None}
 
 
 def _qualified(call: ast.Call, names) -> Optional[str]:

@@ -25,6 +25,7 @@ from ..analysis.guards import (
     MarkedBlocks,
     availability_test,
     branch_blocks,
+    ends_block,
     is_cuda_comparison,
     is_cuda_flag,
     is_cuda_test,
@@ -169,7 +170,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       (its `else` loads with `map_location`, as a rule); so does the branch of a test on the chosen device that
       runs off the CPU (`else` of `if device == "cpu":`, the body of `if device.type != "cpu":`), in a conditional
       expression too (`torch.load(f, map_location="cpu") if defaults.device == torch.device("cpu") else
-      torch.load(f)`, fastai's `load_learner`; post-hoc, from the star-import first read);
+      torch.load(f)`, fastai's `load_learner`; post-hoc, from the star-import first read); so does the code after
+      an early exit on the CPU or without CUDA in the same block (`if device == "cpu": return torch.load(f,
+      map_location="cpu")`, `if not torch.cuda.is_available(): raise ...`, then `torch.load(f)`);
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights; a
       switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`), or
       moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
@@ -454,6 +457,17 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cuda_bodies.enter(node)
+        self._mark_after_cpu_exit(node.body)
+
+    def _mark_after_cpu_exit(self, body) -> None:
+        """``if device == "cpu": return torch.load(f, map_location="cpu")`` (or ``if not
+        torch.cuda.is_available(): ... raise``): what follows in the block runs where a GPU is."""
+        for index, statement in enumerate(body):
+            if isinstance(statement, cst.If) and statement.orelse is None and ends_block(statement.body) \
+                    and _else_runs_where_cuda_is(statement.test, self.names):
+                for later in body[index + 1:]:
+                    self._cuda_branch_calls.update(id(n) for n in subtree(later) if isinstance(n, cst.Call))
+                return
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cuda_bodies.leave(node)
