@@ -446,3 +446,26 @@ def test_a_bool_device_is_reported_in_tests_and_multi_gpu_code_too():
     source = "import torch\n\n\ndef test_move(x):\n    if torch.cuda.device_count() > 1:\n        x.cuda(True)\n"
     result = check_source(source, rules=RULES, filename="tests/test_move.py", strict=True)
     assert [(v.line, v.code) for v in result.violations] == [(6, "TDV401")]
+
+
+@pytest.mark.parametrize(
+    ("test", "reported"),
+    [
+        # A count compared with none or one asks for a GPU, not for several: no guard of "cuda:1".
+        ("torch.cuda.is_available() and args.ngpu > 0", True),
+        ("args.n_gpu >= 1", True),
+        ("torch.cuda.device_count() != 0", True),
+        # Several GPUs asked for guard it, alone or beside a one-GPU test.
+        ("torch.cuda.device_count() > 1", False),
+        ("args.ngpu > 0 and torch.cuda.device_count() > 1", False),
+        ("args.num_gpus >= 2", False),
+    ],
+)
+def test_a_one_gpu_count_test_is_no_multi_gpu_guard(test, reported):
+    source = (
+        f"import torch\n\ndef main(args):\n    device = torch.device('cuda:1' if {test} else 'cpu')\n"
+        "    return device\n"
+    )
+    assert found(source) == ([(4, "TDV401")] if reported else [])
+    branch = f"import torch\n\ndef main(args, x):\n    if {test}:\n        x = x.to('cuda:1')\n    return x\n"
+    assert found(branch) == ([(5, "TDV401")] if reported else [])

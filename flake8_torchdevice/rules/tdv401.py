@@ -146,7 +146,8 @@ def _speaks_of_multi_gpu(expr: cst.CSTNode) -> bool:
     """A multi-GPU guard in ``expr``'s code or in its joined string literals
     (``@mark("multi" "_gpu")``)."""
     code = code_of(expr)
-    if _MULTI_GPU_GUARD.search(code):
+    # ``args.ngpu > 0`` names a GPU count but asks for one GPU only: no guard of ``cuda:1``.
+    if _MULTI_GPU_GUARD.search(code) and _MULTI_GPU_GUARD.search(_without_one_gpu_comparisons(expr, code)):
         return True
     if "'" not in code and '"' not in code:
         return False
@@ -156,6 +157,25 @@ def _speaks_of_multi_gpu(expr: cst.CSTNode) -> bool:
             if text is not None and _MULTI_GPU_GUARD.search(text):
                 return True
     return False
+
+
+def _one_gpu_comparison(node: cst.CSTNode) -> bool:
+    """``args.ngpu > 0``, ``torch.cuda.device_count() >= 1``, ``n_gpu != 0``: a GPU is there, not several."""
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    bound, operator = target.comparator, target.operator
+    if not isinstance(bound, cst.Integer):
+        return False
+    return (bound.value == "0" and isinstance(operator, (cst.GreaterThan, cst.NotEqual))) or (
+        bound.value == "1" and isinstance(operator, cst.GreaterThanEqual))
+
+
+def _without_one_gpu_comparisons(expr: cst.CSTNode, code: str) -> str:
+    for node in subtree(expr):
+        if _one_gpu_comparison(node):
+            code = code.replace(code_of(node), "")
+    return code
 
 
 def _may_speak_of_multi_gpu(source: str) -> bool:
@@ -681,7 +701,10 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     - code behind a multi-GPU guard, at the literal or at its use: a decorator, function
       name or `if`/`assert`/conditional-expression test that mentions `device_count`,
       `multi_gpu`, `skip_if_lt_x_gpu`, `num_gpus`, `gpu_count` (joined literals such as
-      `"multi" "_gpu"` count);
+      `"multi" "_gpu"` count); a count compared with none or one (`args.ngpu > 0`,
+      `n_gpu >= 1`, `device_count() != 0`) asks for one GPU and guards nothing (post-hoc,
+      from v82's first read: `torch.device("cuda:1" if torch.cuda.is_available() and
+      args.ngpu > 0 else "cpu")`);
     - test code: `test*` functions and private `_helpers` of a test module.
 
     ## The error torch raises
