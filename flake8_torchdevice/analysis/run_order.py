@@ -43,6 +43,21 @@ def path_key(source: str) -> Optional[str]:
 def _read_back(names) -> dict:
     """Walks module code only, and a function's body only where module code calls it (a file of 100,000 functions
     costs no more than its module code)."""
+    at_calls, module_loads = _run(names)
+    result = {"": {key for key, after in module_loads.items() if after}}
+    candidates = {name: set.intersection(*states) for name, states in at_calls.items()}
+    candidates = {name: keys for name, keys in candidates.items() if keys}
+    if candidates:
+        called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
+        for name, keys in candidates.items():
+            if name not in called_by_functions:
+                result[name] = _io_keys(_function(names, name), names, LOADS, 0) & keys
+    return result
+
+
+def _run(names) -> tuple[dict, dict]:
+    """Module code in source order: for each function it calls, the path keys written before each call; for each
+    path key it loads itself, whether every such load comes after a call that wrote it."""
     written: dict[str, set] = {}
     state: set = set()
     at_calls: dict[str, list] = {}
@@ -62,15 +77,7 @@ def _read_back(names) -> dict:
             key = _key(node, 0, handles, set())
             if key is not None:
                 module_loads[key] = module_loads.get(key, True) and key in state
-    result = {"": {key for key, after in module_loads.items() if after}}
-    candidates = {name: set.intersection(*states) for name, states in at_calls.items()}
-    candidates = {name: keys for name, keys in candidates.items() if keys}
-    if candidates:
-        called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
-        for name, keys in candidates.items():
-            if name not in called_by_functions:
-                result[name] = _io_keys(_function(names, name), names, LOADS, 0) & keys
-    return result
+    return at_calls, module_loads
 
 
 def _function(names, name: str):
