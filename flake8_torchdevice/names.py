@@ -238,7 +238,7 @@ def module_level_statements(body: Iterable[ast.stmt], skip=None) -> Iterable[ast
 _ARGV_READERS = frozenset({"parse_args", "parse_known_args", "parse_args_into_dataclasses"})
 
 
-def _is_main_block(stmt: ast.stmt) -> bool:
+def is_main_block(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.If) and _is_main_test(stmt.test)
 
 
@@ -312,9 +312,9 @@ def resolver_from_ast(tree: ast.Module) -> NameResolver:
             resolver.bind_class(stmt.name, [b for b in bases if b], stmt)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             resolver.bind_function(stmt.name, stmt)
-        elif _is_main_block(stmt):
+        elif is_main_block(stmt):
             resolver.main_blocks.append(stmt)
-    resolver.argv_at_import = any(map(_reads_argv, module_level_statements(tree.body, skip=_is_main_block)))
+    resolver.argv_at_import = any(map(_reads_argv, module_level_statements(tree.body, skip=is_main_block)))
     resolver.default_device_at_import = any(
         _sets_default_device(stmt, resolver) for stmt in module_level_statements(tree.body))
     return resolver

@@ -13,6 +13,9 @@ from .code import argument, layout_free, subtree
 from .guards import else_blocks
 from ..rule import Fix, is_none
 
+TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
+
 
 def file_argument(call: cst.Call, position: int, keyword: str = "f") -> Optional[tuple]:
     """The file argument (``f``) of a save or load call, as a layout-free key:

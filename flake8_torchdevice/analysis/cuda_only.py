@@ -19,11 +19,11 @@ import ast
 import re
 from typing import Iterable
 
-from ..names import ast_dotted_name, module_level_statements
-from .devices import names_a_module
+from ..names import ast_dotted_name, is_main_block, module_level_statements
+from .devices import constructs_a_module, names_a_module
+from .guards import CUDA_WORD
 from .machines import CPU_FLAGS
 
-_CUDA_WORD = re.compile(r"cuda|gpu", re.I)
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # a device string that is always CUDA: "cuda", "cuda:1"
 # Sub-expressions that may not run: a branch, a short circuit, a deferred or repeated body.
 _MAYBE_RUN = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -33,7 +33,7 @@ def cuda_at_import(names) -> bool:
     """Does the module's own code (outside definitions and the ``__main__`` block) require CUDA?"""
     found = names.facts.get("cuda_at_import")
     if found is None:
-        body = [stmt for stmt in names.module_body if not _is_main_block(stmt, names)]
+        body = [stmt for stmt in names.module_body if not is_main_block(stmt)]
         code = list(module_level_statements(body))
         found = names.facts["cuda_at_import"] = _requires_cuda(body, code, _cuda_constants(code))
     return found
@@ -48,10 +48,6 @@ def main_requires_cuda(names) -> bool:
             _requires_cuda(block.body, list(module_level_statements(block.body)), constants)
             for block in names.main_blocks)
     return found
-
-
-def _is_main_block(stmt: ast.stmt, names) -> bool:
-    return any(stmt is block for block in names.main_blocks)
 
 
 def _requires_cuda(body: list, code: list, constants: set) -> bool:
@@ -113,8 +109,7 @@ def _moves_a_module(call: ast.Call, stmt: ast.stmt) -> bool:
         return True
     receiver = call.func.value
     if isinstance(receiver, ast.Call):
-        name = (ast_dotted_name(receiver.func) or "").rpartition(".")[2]
-        return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"
+        return constructs_a_module((ast_dotted_name(receiver.func) or "").rpartition(".")[2])
     return names_a_module((ast_dotted_name(receiver) or "").rpartition(".")[2])
 
 
@@ -122,7 +117,7 @@ def _names_cuda(test: ast.expr) -> bool:
     for node in ast.walk(test):
         word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
             node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
-        if _CUDA_WORD.search(word):
+        if CUDA_WORD.search(word):
             return True
     return False
 

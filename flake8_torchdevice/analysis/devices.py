@@ -210,6 +210,12 @@ def names_a_module(name: str) -> bool:
     return bool(_MODULE_NAME.search(name))
 
 
+def constructs_a_module(name: str) -> bool:
+    """``Net``, ``nn.Linear``'s ``Linear``: a class called, not ``torch.FloatTensor`` nor ``Variable`` (a tensor's
+    wrapper)."""
+    return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"
+
+
 # Holders of a configured device: ``args.device``, ``self.device``, ``accelerator.device``.
 _OPTION_HOLDER = re.compile(
     r"^(?:self|args?|opts?|options|cfg|config|conf|hparams|params|flags|accelerator|fabric|trainer)$", re.I
@@ -225,8 +231,7 @@ def is_module_receiver(call: cst.Call, statement: bool) -> bool:
         return True
     receiver = module_chain_root(call.func.value)  # ``Net().eval().cuda()``
     if isinstance(receiver, cst.Call):
-        name = last_name(receiver.func) or ""
-        return name[:1].isupper() and not name.endswith("Tensor") and name != "Variable"
+        return constructs_a_module(last_name(receiver.func) or "")
     return names_a_module(last_name(receiver) or "")
 
 

@@ -18,9 +18,8 @@ import ast
 from typing import Optional
 
 from ..names import ast_dotted_name
-
-SAVES = frozenset({"torch.save", "torch.serialization.save"})
-LOADS = frozenset({"torch.load", "torch.serialization.load"})
+from .checkpoints import TORCH_LOADS as LOADS, TORCH_SAVES as SAVES
+from .scripts import called_names
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -157,8 +156,7 @@ def _locals(function: ast.AST) -> set:
 
 
 def _called(function: ast.AST, names) -> set:
-    return {node.func.id for node in ast.walk(function) if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name) and _function(names, node.func.id) is not None}
+    return {name for name in called_names(function) if _function(names, name) is not None}
 
 
 def _qualified(call: ast.Call, names) -> Optional[str]:

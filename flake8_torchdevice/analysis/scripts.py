@@ -28,16 +28,16 @@ def _reachable(names) -> set:
     if names.argv_at_import:
         return set(names.local_function_names())
     seen: set = set()
-    pending = [name for block in names.main_blocks for name in _called_names(block)]
+    pending = [name for block in names.main_blocks for name in called_names(block)]
     while pending:
         name = pending.pop()
         node = names.definition(name)
         if name in seen or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         seen.add(name)
-        pending.extend(_called_names(node))
+        pending.extend(called_names(node))
     return seen
 
 
-def _called_names(node: ast.AST) -> set:
+def called_names(node: ast.AST) -> set:
     return {sub.func.id for sub in ast.walk(node) if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)}

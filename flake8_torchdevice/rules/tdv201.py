@@ -7,7 +7,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis import machines
-from ..analysis.checkpoints import RoundTrips, cpu_map_location, has_map_location
+from ..analysis.checkpoints import TORCH_LOADS, TORCH_SAVES, RoundTrips, cpu_map_location, has_map_location
 from ..analysis.code import (
     argument,
     code_of,
@@ -37,9 +37,6 @@ from ..analysis.run_order import path_key, read_back_in_run
 from ..analysis.scripts import script_functions
 from ..analysis.sessions import CHECKPOINT_WORDS, SessionFiles
 from ..rule import CLASS, STATEMENT, Rule
-
-TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
-TORCH_SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
