@@ -874,6 +874,12 @@ _CUDA_ONLY_HEAD = (
          "x = torch.ones(2).cuda()\n", True),
         ("DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nmodel = Net().cuda()\n", True),
         ("DEVICE = 'cpu'\nmodel = Net().cuda()\n", True),
+        # A branch or CPU choice only after the placement is never reached without a GPU: the placement fails first.
+        ("model = Net().cuda()\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n", False),
+        ("DEVICE = torch.device('cuda')\nmodel = Net().to(DEVICE)\nfor x in data:\n"
+         "    if torch.cuda.is_available():\n        x = x.cuda()\n", False),
+        ("model = Net().cuda()\nmodel.to('cpu')\n", False),
+        ("if args.cuda:\n    torch.cuda.manual_seed(1)\nmodel = Net().cuda()\n", True),
         # A result taken off the GPU is no CPU choice.
         ("model = Net().cuda()\nprint(model(torch.ones(2).cuda()).to('cpu'))\n", False),
         # Placements that may not run, or not on CUDA.
@@ -906,6 +912,27 @@ def test_tdv201_a_main_block_that_requires_cuda():
     guarded = source.replace("    model = model.cuda()\n", "    if torch.cuda.is_available():\n"
                              "        model = model.cuda()\n")
     assert found(guarded, TorchLoadWithoutMapLocation) == [4, 9]
+
+
+@pytest.mark.parametrize(
+    ("block", "reported"),
+    [
+        # The block places first; its GPU-count branch is reached only where a GPU is.
+        ("    model = model.cuda()\n    if torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)\n",
+         False),
+        # A CPU option read before the placement: the unguarded `.cuda()` breaks that path, and so does the load.
+        ("    if args.no_cuda:\n        print('no GPU')\n    model = model.cuda()\n", True),
+    ],
+)
+def test_tdv201_a_main_blocks_cpu_path_counts_only_before_its_placement(block, reported):
+    source = (
+        "import torch\n"
+        "device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')\n"
+        "if __name__ == '__main__':\n"
+        "    model = torch.nn.Linear(2, 2)\n"
+        "    model.load_state_dict(torch.load('model.pt'))\n"
+    ) + block
+    assert found(source, TorchLoadWithoutMapLocation) == ([5] if reported else [])
 
 
 _RUN = """\

@@ -6,8 +6,11 @@ branches on CUDA there (no ``if``, conditional expression or ``while`` whose tes
 never chooses the CPU there (a ``"cpu"`` device; not a result's ``.to("cpu")`` nor a ``map_location``) cannot run
 on a machine without a GPU: importing it fails, and so does running it, whether or not its loads name a
 ``map_location``. The same for a ``__main__`` block and the loads in it. Where that code does branch on CUDA
-(``if use_gpu: model.cuda()``, ``device = "cuda" if ... else "cpu"``) or chooses the CPU (``device = "cpu"``),
-an unguarded ``.cuda()`` beside it is the mistake that breaks its CPU path (TDV101's), not a requirement.
+(``if use_gpu: model.cuda()``, ``device = "cuda" if ... else "cpu"``) or chooses the CPU (``device = "cpu"``)
+before the placement, an unguarded ``.cuda()`` after it is the mistake that breaks its CPU path (TDV101's), not a
+requirement. A branch or CPU choice that only follows the placement (``model.cuda()`` then ``if
+torch.cuda.device_count() > 1:``, or a loop's ``if torch.cuda.is_available(): x = x.cuda()``) is never reached
+on a machine without a GPU: the placement has failed there first.
 
 Read from the ``ast`` once per file (``names.module_body``, ``names.main_blocks``), so the answer does
 not depend on what code the engine's selection parses.
@@ -51,10 +54,12 @@ def main_requires_cuda(names) -> bool:
 
 
 def _requires_cuda(body: list, code: list, constants: set) -> bool:
-    """Does a statement of ``body`` (or of a ``with`` in it) place on CUDA, with no branch on CUDA in ``code``?"""
-    if any(_branches_on_cuda(stmt) or _names_cpu(stmt) for stmt in code):
+    """Does a statement of ``body`` (or of a ``with`` in it) place on CUDA before ``code`` branches on CUDA or
+    chooses the CPU? A CPU path that only follows the placement is never reached on a machine without a GPU."""
+    first = next((stmt.lineno for stmt in _unconditional(body) if _places_on_cuda(stmt, constants)), None)
+    if first is None:
         return False
-    return any(_places_on_cuda(stmt, constants) for stmt in _unconditional(body))
+    return not any(_branches_on_cuda(stmt) or _names_cpu(stmt) for stmt in code if stmt.lineno < first)
 
 
 def _unconditional(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
