@@ -167,7 +167,8 @@ def test_tdv201_contents_read_with_numpy_hold_cpu_tensors(body, reported):
     ("out = lpips.LPIPS(use_gpu=args.use_gpu)", True),  # this script's own flag
 ])
 def test_tdv201_cpu_path_is_a_choice_not_a_result_moved_off_the_device(cpu_sign, reported):
-    source = f"import lpips\nimport torch\nstate = torch.load(args.ckpt)\nmodel = build(state).to('cuda')\n{cpu_sign}\n"
+    # The sign comes before the unguarded placement: one only after it is never reached without a GPU.
+    source = f"import lpips\nimport torch\nstate = torch.load(args.ckpt)\n{cpu_sign}\nmodel = build(state).to('cuda')\n"
     assert found(source, TorchLoadWithoutMapLocation) == ([3] if reported else [])
 
 
