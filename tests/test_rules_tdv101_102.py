@@ -433,6 +433,32 @@ def test_tdv102_a_name_read_with_an_attribute_no_tensor_has_is_no_tensor(read, r
     assert found(source, rules=(DiscardedTensorMove,)) == expected + [(8, "TDV102")]
 
 
+@pytest.mark.parametrize("imports, loop, reported", [
+    # A file that imports a graph library: a loader's elements may be graphs moved in place by .to().
+    ("import dgl", "for g1, g2 in loader:", []),
+    ("from torch_geometric.data import Data", "for step, (g1, g2) in enumerate(loader):", []),
+    ("try:\n    import dgl\nexcept ImportError:\n    dgl = None", "for g1, g2 in loader:", []),
+    # Parameters and buffers are tensors whatever the file imports; without a graph library, so is the loader's data.
+    ("import dgl", "for g1, g2 in zip(model.parameters(), model.buffers()):", []),
+    ("import dgl", "for g1 in model.parameters():", ["g1"]),
+    ("import dgl", "for i, g1 in enumerate(model.buffers()):", ["g1"]),
+    ("import numpy", "for g1, g2 in loader:", ["g1", "g2"]),
+])
+def test_tdv102_a_graph_librarys_loader_may_yield_graphs_moved_in_place(imports, loop, reported):
+    source = (
+        "import torch\n" + imports + "\n\n\n"
+        "def run(loader, model, device):\n"
+        f"    {loop}\n"
+        "        g1.to(device)\n"
+        "        g2.to(device)\n"
+        "    x = torch.ones(3)\n"
+        "    x.to(device)\n"
+    )
+    lines = source.splitlines()
+    expected = [lines.index(f"        {name}.to(device)") + 1 for name in reported] + [len(lines)]
+    assert found(source, rules=(DiscardedTensorMove,)) == [(line, "TDV102") for line in expected]
+
+
 def test_tdv102_an_attribute_of_an_earlier_binding_says_nothing_of_the_tensor():
     """``image.astype`` reads the array ``image`` held before ``torch.as_tensor`` rebinds it: the tensor's
     discarded move is still reported (detectron2's ``DefaultPredictor``)."""
