@@ -803,6 +803,44 @@ def test_a_same_file_helper_answers_on_its_arguments_device(body, reported):
     assert found == ([("TDV603", 3 + source.count("\n"))] if reported else []), found
 
 
+@pytest.mark.parametrize("moves, reported", [
+    ("model.cpu()\n", []),  # moved back in place: its output is no device tensor
+    ("model.to('cpu')\n", []),
+    ("model.cpu()\nmodel.to(device)\n", [("TDV601", 0), ("TDV603", 0)]),  # and on the device again
+    ("", [("TDV601", 0), ("TDV603", 0)]),
+])
+def test_a_placed_module_moved_back_with_cpu_is_no_longer_placed(moves, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = nn.Linear(1, 1).to(device)\n" + moves + "print(model(torch.ones(1, 1)).numpy())\n"
+    )
+    line = 3 + source.count("\n")
+    assert codes(source) == [(code, line) for code, _ in reported]
+
+
+LOSS_HELPER_CALL = (
+    "model = nn.Linear(2, 2).cuda()\ntrain_loss = estimate_loss('train', model)\nprint(np.mean(train_loss))\n"
+)
+
+
+@pytest.mark.parametrize("body, reported", [
+    # A function named like a loss answers on its inputs' device, unless every return is a host value.
+    ("losses = [model(torch.ones(1, 2).cuda()).sum().item()]\n    return np.mean(losses)", False),
+    ("total = model(torch.ones(1, 2).cuda()).sum()\n    return float(total)", False),
+    ("total = model(torch.ones(1, 2).cuda()).sum()\n    return total.item() / 2, 0", False),
+    ("return 0.0", False),
+    ("total = model(torch.ones(1, 2).cuda()).sum()\n    return total", True),  # a tensor of unknown place: a loss's
+    ("total = model(torch.ones(1, 2).cuda()).sum()\n    return total / len(split)", True),
+    ("total = model(torch.ones(1, 2).cuda()).sum()\n    return sum([total])", True),  # sum of tensors: a tensor
+    ("yield 0.0", True),
+    ("print(split)", True),  # no return: nothing known of it
+])
+def test_a_loss_named_helper_of_this_file_returning_host_values_is_no_loss_on_the_device(body, reported):
+    source = f"def estimate_loss(split, model):\n    {body}\n\n\n" + LOSS_HELPER_CALL
+    found = [(code, line) for code, line in codes(source) if code == "TDV603"]
+    assert found == ([("TDV603", 3 + source.count("\n"))] if reported else []), found
+
+
 def test_a_helper_given_a_cpu_tensor_answers_nothing_placed():
     source = "def helper(a, b):\n    return a * b\n\n\nnp.asarray(helper(torch.ones(2), torch.ones(2)))\n"
     assert codes(source) == []

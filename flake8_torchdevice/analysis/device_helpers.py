@@ -8,6 +8,10 @@ from its parameters (ones the body never rebinds) with arithmetic, indexing, tor
 functions and tensor methods that keep a tensor where it is; nothing that takes it off
 the device (``.cpu()``, ``.item()``, ``.tolist()``, ``.numpy()``, ``float(...)``) and no
 other call. A function that may fall off its end, or returns anything else, gives nothing.
+
+The other way round, a function whose every ``return`` is a host value (a number, a NumPy
+function's result, ``loss.item()``, ``float(...)``) answers on the host whatever it is given:
+``def estimate_loss(split, model): ... return np.mean(losses)`` is no loss on the device.
 """
 
 from __future__ import annotations
@@ -116,3 +120,49 @@ def _call_from(names, call: ast.Call, params: set) -> Optional[set]:
         elif not isinstance(arg, ast.Constant):
             return None  # another tensor of unknown place, or anything else
     return used or None
+
+
+# Builtins whose result is a Python value, never a tensor (not ``sum``/``min``/``max``/``abs``, which keep tensors).
+_HOST_BUILTINS = frozenset({"float", "int", "bool", "round", "len", "str"})
+# Tensor methods whose result is a Python or NumPy value.
+_HOST_METHODS = frozenset({"item", "tolist", "numpy"})
+
+
+def returns_host_values(names, function: str) -> bool:
+    """Is every ``return`` of the module-level function ``function`` of this file a host value (see the
+    module's docstring)? False for a generator or anything not known to be one."""
+    cache = names.facts.setdefault("returns_host_values", {})
+    if function not in cache:
+        node = names.definition(function)
+        cache[function] = isinstance(node, ast.FunctionDef) and _all_host_returns(names, node)
+    return cache[function]
+
+
+def _all_host_returns(names, node: ast.FunctionDef) -> bool:
+    returns = []
+    for sub in _own_nodes(node):
+        if isinstance(sub, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(sub, ast.Return):
+            returns.append(sub.value)
+    return bool(returns) and all(value is not None and _is_host(names, value) for value in returns)
+
+
+def _is_host(names, expr) -> bool:
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float, str))
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return all(_is_host(names, element) for element in expr.elts)
+    if isinstance(expr, ast.UnaryOp):
+        return _is_host(names, expr.operand)
+    if isinstance(expr, ast.BinOp):
+        return _is_host(names, expr.left) and _is_host(names, expr.right)
+    if not isinstance(expr, ast.Call):
+        return False
+    if isinstance(expr.func, ast.Name) and expr.func.id in _HOST_BUILTINS and names.definition(expr.func.id) is None:
+        return True
+    if isinstance(expr.func, ast.Attribute) and expr.func.attr in _HOST_METHODS and not expr.args:
+        return True
+    dotted = ast_dotted_name(expr.func)
+    qualified = names.resolve_dotted(dotted) if dotted else None
+    return qualified is not None and qualified.startswith("numpy.")

@@ -65,6 +65,9 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
       `float(t)`; nor a store into an array whose shape is not written out (`np.zeros(shape)`);
     - code under `pytest.raises` / `assertRaises` and CPU-only branches, the `else` of the code's own GPU
       switch among them (`if self.gpu_mode: s = s.cpu().numpy()` / `else: s = s.numpy()`).
+    - the output of a module moved back in place (`model.cpu()` or `model.to("cpu")` before the call, until it
+      is placed again), and what a function of this file named like a loss returns when every return is a host
+      value (`def estimate_loss(split, model): ... return np.mean(losses)`, `float(total)`, `total.item()`).
 
     A step hook of a class that is not a `LightningModule`, in a file that does not import
     Lightning, may be handed a CPU batch by a hand-written loop: its batch is not placed.

@@ -6,6 +6,7 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import MODULE_RETURNING_SELF, argument, code_of, is_constant, last_name, string_value
+from ..device_helpers import returns_host_values
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
@@ -150,6 +151,8 @@ class Calls:
         if callee is not None and callee.kind == LOSS or names_a_loss(name):
             if not ctc_shaped(call, callee):
                 self.combine_all(call, [v for _, v in args])
+            if callee is None and isinstance(call.func, cst.Name) and returns_host_values(self.names, name):
+                return None  # ``estimate_loss(split, model)`` of this file returns ``np.mean(losses)``
             return placed_result([v for _, v in args])
         if isinstance(call.func, cst.Name) and name in getattr(self.names, "_classes", {}):
             # An instance of a class of this file: it may move what it is given, unless its code never moves.

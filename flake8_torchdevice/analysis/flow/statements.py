@@ -111,7 +111,8 @@ class Statements:
 
     def expression_statement(self, expr, env: dict) -> None:
         """``model.to(device)`` / ``model.cuda()`` alone moves a module in place; a layer built
-        here and moved somewhere unknown (``model.to(d)``, ``model.to_empty(device=d)``) is unknown."""
+        here and moved somewhere unknown (``model.to(d)``, ``model.to_empty(device=d)``) is unknown,
+        and so is a placed module moved back with ``model.cpu()`` / ``model.to("cpu")``."""
         name = key_of(expr.func.value) if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) else None
         method = expr.func.attr.value if name is not None else None
         if method in ("to", "cuda", "to_empty") and is_cpu_layer(env.get(name)):
@@ -122,7 +123,7 @@ class Statements:
             elif where != CPU:
                 env.pop(name, None)  # moved somewhere unknown
             return
-        if name is not None and expr.func.attr.value in ("to", "cuda"):
+        if name is not None and expr.func.attr.value in ("to", "cuda", "cpu"):
             before = env.get(name)
             before = None if before is BOUND else before
             result = self.ev(expr, env)
