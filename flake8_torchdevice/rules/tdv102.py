@@ -70,7 +70,7 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
     it); 3 of 8 findings true or latent over the held-out batches v2-v54 (rules of 2026-12-02, session of 18:55); 3
     of 3 over v2-v53. v54's first read was 0 of 15: a project whose loader yields DGL graphs, whose pinned DGL (0.4)
     moved a graph in place in `.to()`; the 10 whose graphs the code reads (`g.gdata`) are no longer reported, the 5
-    that only reach the model still are.
+    that only reach the model were, until the graph-library rule of 2026-12-04.
 
     ## What it does
     Flags an expression statement whose whole value is `<name>.to(...)`,
