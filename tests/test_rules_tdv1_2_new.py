@@ -979,6 +979,30 @@ def test_tdv201_a_file_read_back_in_the_run_that_wrote_it(order, lines):
     assert found(_RUN.format(order=order), TorchLoadWithoutMapLocation) == lines
 
 
+@pytest.mark.parametrize(
+    ("saves", "reported"),
+    [
+        # Each save reads the handle of the `with` it sits in: the same name `f` opened twice, model.pt first.
+        ("    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n"
+         "    with open(os.path.join(args.work_dir, 'optimizer.pt'), 'wb') as f:\n        torch.save(opt, f)\n", []),
+        ("    with open(os.path.join(args.work_dir, 'optimizer.pt'), 'wb') as f:\n        torch.save(opt, f)\n"
+         "    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n        torch.save(model, f)\n", []),
+        # Only optimizer.pt written: model.pt may come from another run.
+        ("    with open(os.path.join(args.work_dir, 'optimizer.pt'), 'wb') as f:\n        torch.save(opt, f)\n", [10]),
+    ],
+)
+def test_tdv201_a_reused_file_handle_name_saves_to_the_file_its_own_with_opened(saves, reported):
+    source = (
+        "import os\nimport torch\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def train():\n" + saves + "train()\n"
+        "with open(os.path.join(args.work_dir, 'model.pt'), 'rb') as f:\n    model = torch.load(f)\n"
+    )
+    lines = source.splitlines()
+    expected = [lines.index("    model = torch.load(f)") + 1] if reported else []
+    assert found(source, TorchLoadWithoutMapLocation) == expected
+
+
 def test_tdv201_a_function_local_path_is_no_run_round_trip():
     source = (
         "import torch\n"

@@ -104,13 +104,14 @@ def _writes(name: str, names) -> set:
 
 def _io_keys(function: ast.AST, names, wanted: frozenset, position: int) -> set:
     local = _locals(function)
-    handles: dict = {}
+    # Each ``with open(path) as f`` in source order: a call reads ``f`` as the last one opened at or before it
+    # (``model.pt`` then ``optimizer.pt``, both as ``f``, each saved inside its own block).
+    opened = sorted((node.lineno, name, path) for node in ast.walk(function)
+                    if isinstance(node, (ast.With, ast.AsyncWith)) for name, path in _handles(node))
     keys = set()
     for node in ast.walk(function):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            _note_handles(node, handles)
-    for node in ast.walk(function):
         if isinstance(node, ast.Call) and _qualified(node, names) in wanted:
+            handles = {name: path for line, name, path in opened if line <= node.lineno}
             key = _key(node, position, handles, local)
             if key is not None:
                 keys.add(key)
@@ -135,10 +136,17 @@ def _opened(expr) -> Optional[ast.expr]:
 
 def _note_handles(node, handles: dict) -> None:
     """``with open(path, "rb") as f``: ``f`` reads ``path``."""
+    handles.update(_handles(node))
+
+
+def _handles(node) -> list:
+    """The (name, path) pairs of a ``with`` statement's ``open(path) as name`` items."""
+    pairs = []
     for item in node.items:
         opened = _opened(item.context_expr)
         if opened is not None and isinstance(item.optional_vars, ast.Name):
-            handles[item.optional_vars.id] = opened
+            pairs.append((item.optional_vars.id, opened))
+    return pairs
 
 
 def _locals(function: ast.AST) -> set:
