@@ -1003,6 +1003,32 @@ def test_tdv201_a_reused_file_handle_name_saves_to_the_file_its_own_with_opened(
     assert found(source, TorchLoadWithoutMapLocation) == expected
 
 
+@pytest.mark.parametrize(
+    ("body", "reported"),
+    [
+        # A branch beside one that downloads published weights reads a local copy of them.
+        ("if os.path.isfile(path):\n        w = torch.load(path)\n    else:\n        w = load_url(URL)", False),
+        ("if not os.path.isfile(path):\n        w = model_zoo.load_url(URL)\n    else:\n        w = torch.load(path)",
+         False),
+        ("if name.endswith('.pth'):\n        w = torch.load(path)\n    elif name in URLS:\n"
+         "        w = torch.hub.load_state_dict_from_url(URLS[name])", False),
+        ("w = torch.load(path) if os.path.isfile(path) else load_url(URL)", False),
+        # No download beside it, or one in the same branch: the file may be anything the caller saved.
+        ("if os.path.isfile(path):\n        w = torch.load(path)\n    else:\n        w = None", True),
+        ("if os.path.isfile(path):\n        w = torch.load(path)\n        extra = load_url(URL)", True),
+        ("w = torch.load(path)\n    extra = load_url(URL)", True),
+    ],
+)
+def test_tdv201_a_local_copy_of_published_weights_beside_their_download(body, reported):
+    source = (
+        "import os\nimport torch\nfrom torch.utils import model_zoo\nfrom torch.hub import load_url\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def weights(path, name):\n    " + body + "\n    return w\n"
+    )
+    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
 def test_tdv201_a_function_local_path_is_no_run_round_trip():
     source = (
         "import torch\n"
