@@ -1029,6 +1029,55 @@ def test_tdv201_a_local_copy_of_published_weights_beside_their_download(body, re
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
+@pytest.mark.parametrize(
+    ("call", "body", "reported"),
+    [
+        # The parameter reads as the module name the call passes: the script reads back what trainer() saved.
+        ("trainer(model, config)", "", False),
+        ("trainer(model, config=config)", "", False),
+        # Another name passed, or the parameter rebound in the body: the path may be anything.
+        ("trainer(model, other)", "", True),
+        ("trainer(model, config)", "    config = load_config()\n", True),
+        ("trainer(*jobs)", "", True),
+    ],
+)
+def test_tdv201_a_parameter_given_a_module_name_reads_as_that_name_in_the_run(call, body, reported):
+    source = (
+        "import torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def trainer(model, config):\n" + body + "    torch.save(model.state_dict(), config['save_path'])\n"
+        "if __name__ == '__main__':\n"
+        "    config = {'save_path': 'models/model.ckpt'}\n"
+        f"    {call}\n"
+        "    model.load_state_dict(torch.load(config['save_path']))\n"
+    )
+    load = len(source.splitlines())
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("code", "reported"),
+    [
+        # The other branch of the `if` that saves runs only when this run saved nothing: an earlier run's file.
+        ("if not os.path.exists(vae_file):\n    fit(vae, vae_file)\nelse:\n"
+         "    vae.load_state_dict(torch.load(vae_file))", True),
+        ("state = fit(vae, vae_file) if not os.path.exists(vae_file) else torch.load(vae_file)", True),
+        # After the `if`, or in the same branch: the file this run may just have written.
+        ("if not os.path.exists(vae_file):\n    fit(vae, vae_file)\nvae.load_state_dict(torch.load(vae_file))", False),
+        ("if retrain:\n    fit(vae, vae_file)\n    vae.load_state_dict(torch.load(vae_file))", False),
+    ],
+)
+def test_tdv201_a_save_counts_only_for_code_that_can_run_after_it(code, reported):
+    source = (
+        "import os\nimport torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "vae_file = 'vae.pt'\n"
+        "def fit(model, path):\n    torch.save(model.state_dict(), path)\n" + code + "\n"
+    )
+    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
 def test_tdv201_a_function_local_path_is_no_run_round_trip():
     source = (
         "import torch\n"

@@ -6,7 +6,9 @@ functions of one script, read from the run order of its module code: a function 
 only, each call after module code has called a function that saves to the same path (directly or through
 the functions it calls), reads back that run's file; so does a load in module code itself after such a call.
 Only paths built from module names count (``encoder_file``, ``os.path.join(args.work_dir, "model.pt")``,
-also through ``with open(path, "rb") as f``): a function's own locals and parameters may name anything.
+also through ``with open(path, "rb") as f``): a function's own locals and parameters may name anything, but for a
+parameter its body never rebinds, given a module name by module code's call (``trainer(model, config)`` saving to
+``config["save_path"]``), which reads as that name.
 
 Read from the ``ast`` once per file, so the answer does not depend on what code the engine's selection parses.
 Keys are ``ast.dump`` of the path expression: layout and quotes do not matter.
@@ -15,6 +17,7 @@ Keys are ``ast.dump`` of the path expression: layout and quotes do not matter.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Optional
 
 from ..names import ast_dotted_name
@@ -56,27 +59,39 @@ def _read_back(names) -> dict:
 
 def _run(names) -> tuple[dict, dict]:
     """Module code in source order: for each function it calls, the path keys written before each call; for each
-    path key it loads itself, whether every such load comes after a call that wrote it."""
-    written: dict[str, set] = {}
-    state: set = set()
+    path key it loads itself, whether every such load comes after a call that wrote it. A write counts only for what
+    can run after it in the same run: not for the other branch of an ``if`` it sits in (``if not os.path.exists(f):
+    train(f)`` / ``else: torch.load(f)`` reads a file an earlier run wrote)."""
+    written: dict[tuple, set] = {}
+    state: dict[str, list] = {}  # path key -> the branches (``_arms``) of each write of it
     at_calls: dict[str, list] = {}
     module_loads: dict[str, bool] = {}
     handles: dict = {}
-    for node in _module_code_events(names.module_body):
+    for node, arms in _module_code_events(names.module_body):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             _note_handles(node, handles)
             continue
+        before = {key for key, writes in state.items() if any(_compatible(arms, other) for other in writes)}
         callee = node.func.id if isinstance(node.func, ast.Name) else None
         if callee is not None and _function(names, callee) is not None:
-            at_calls.setdefault(callee, []).append(set(state))
-            if callee not in written:
-                written[callee] = _writes(callee, names)
-            state |= written[callee]
+            at_calls.setdefault(callee, []).append(before)
+            given = _bound_names(node, names)
+            if (callee, given) not in written:  # what it saves, reading the names this call passes
+                written[callee, given] = _writes(callee, names) | _io_keys(
+                    _function(names, callee), names, SAVES, 1, dict(given))
+            for key in written[callee, given]:
+                state.setdefault(key, []).append(arms)
         elif _qualified(node, names) in LOADS:
             key = _key(node, 0, handles, set())
             if key is not None:
-                module_loads[key] = module_loads.get(key, True) and key in state
+                module_loads[key] = module_loads.get(key, True) and key in before
     return at_calls, module_loads
+
+
+def _compatible(arms: tuple, other: tuple) -> bool:
+    """Can code in branches ``arms`` run in the same run as code in ``other``: no ``if`` taken both ways?"""
+    taken = dict(arms)
+    return all(taken.get(branch, arm) == arm for branch, arm in other)
 
 
 def _function(names, name: str):
@@ -102,8 +117,11 @@ def _writes(name: str, names) -> set:
     return keys
 
 
-def _io_keys(function: ast.AST, names, wanted: frozenset, position: int) -> set:
-    local = _locals(function)
+def _io_keys(function: ast.AST, names, wanted: frozenset, position: int, given: Optional[dict] = None) -> set:
+    """The path keys ``function`` hands to the ``wanted`` calls; ``given`` maps parameters the body never rebinds to
+    the module names a call passes (``trainer(..., config)`` saving to ``config["save_path"]``)."""
+    given = {param: name for param, name in (given or {}).items() if param not in _rebound(function)}
+    local = _locals(function) - set(given)
     # Each ``with open(path) as f`` in source order: a call reads ``f`` as the last one opened at or before it
     # (``model.pt`` then ``optimizer.pt``, both as ``f``, each saved inside its own block).
     opened = sorted((node.lineno, name, path) for node in ast.walk(function)
@@ -112,20 +130,46 @@ def _io_keys(function: ast.AST, names, wanted: frozenset, position: int) -> set:
     for node in ast.walk(function):
         if isinstance(node, ast.Call) and _qualified(node, names) in wanted:
             handles = {name: path for line, name, path in opened if line <= node.lineno}
-            key = _key(node, position, handles, local)
+            key = _key(node, position, handles, local, given)
             if key is not None:
                 keys.add(key)
     return keys
 
 
-def _key(call: ast.Call, position: int, handles: dict, local: set) -> Optional[str]:
+def _bound_names(call: ast.Call, names) -> frozenset:
+    """(parameter, name) for each parameter of the called function of this file that module code's ``call`` passes a
+    plain name to."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return frozenset()
+    function = _function(names, call.func.id)
+    params = [arg.arg for arg in function.args.posonlyargs + function.args.args]
+    given = {param: arg.id for param, arg in zip(params, call.args) if isinstance(arg, ast.Name)}
+    given.update({k.arg: k.value.id for k in call.keywords if k.arg is not None and isinstance(k.value, ast.Name)})
+    return frozenset(given.items())
+
+
+def _rebound(function: ast.AST) -> set:
+    """The names a function's body binds (its parameters not counted)."""
+    return {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+
+
+def _key(call: ast.Call, position: int, handles: dict, local: set, given: Optional[dict] = None) -> Optional[str]:
     args = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
     path = args[position] if len(args) > position else \
         next((k.value for k in call.keywords if k.arg == "f"), None)
     path = _opened(path) or (handles.get(path.id, path) if isinstance(path, ast.Name) else path)
     if path is None or any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(path)):
         return None  # a function's own names may name anything
-    return ast.dump(path)
+    return ast.dump(_renamed(path, given)) if given else ast.dump(path)
+
+
+def _renamed(path: ast.expr, given: dict) -> ast.expr:
+    """``path`` with each parameter in ``given`` read as the module name the call passed."""
+    path = copy.deepcopy(path)
+    for node in ast.walk(path):
+        if isinstance(node, ast.Name) and node.id in given:
+            node.id = given[node.id]
+    return path
 
 
 def _opened(expr) -> Optional[ast.expr]:
@@ -173,12 +217,20 @@ def _qualified(call: ast.Call, names) -> Optional[str]:
 
 
 def _module_code_events(body: list) -> list:
-    """Calls and ``with`` statements of module code (not in definitions), in source order."""
+    """(node, arms) for the calls and ``with`` statements of module code (not in definitions), in source order;
+    ``arms`` are the (``if``, branch) pairs the node sits in, conditional expressions included."""
     events = []
-    pending = [stmt for stmt in body if not isinstance(stmt, _DEFINITIONS)]
+    pending = [(stmt, ()) for stmt in body if not isinstance(stmt, _DEFINITIONS)]
     while pending:
-        node = pending.pop()
+        node, arms = pending.pop()
         if isinstance(node, ast.Call) or isinstance(node, (ast.With, ast.AsyncWith)):
-            events.append(node)
-        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, _DEFINITIONS))
-    return sorted(events, key=lambda node: (node.lineno, node.col_offset))
+            events.append((node, arms))
+        if isinstance(node, (ast.If, ast.IfExp)):
+            body_nodes = node.body if isinstance(node.body, list) else [node.body]
+            else_nodes = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            pending.append((node.test, arms))
+            pending.extend((child, arms + ((id(node), True),)) for child in body_nodes)
+            pending.extend((child, arms + ((id(node), False),)) for child in else_nodes)
+            continue
+        pending.extend((child, arms) for child in ast.iter_child_nodes(node) if not isinstance(child, _DEFINITIONS))
+    return sorted(events, key=lambda event: (event[0].lineno, event[0].col_offset))
