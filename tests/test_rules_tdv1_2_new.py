@@ -1055,6 +1055,16 @@ def test_tdv201_a_parameter_given_a_module_name_reads_as_that_name_in_the_run(ca
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
+def test_tdv201_two_handles_of_one_name_on_one_line_are_read_without_error():
+    # Two items of one `with` bind the same name: the later one is the file the save writes.
+    source = (
+        "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def train(model):\n    with open('a.pt', 'wb') as f, open('b.pt', 'wb') as f:\n        torch.save(model, f)\n"
+        "train(1)\nwith open('b.pt', 'rb') as g:\n    m = torch.load(g)\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == []
+
+
 @pytest.mark.parametrize(
     ("code", "reported"),
     [

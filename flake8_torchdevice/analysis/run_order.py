@@ -124,8 +124,9 @@ def _io_keys(function: ast.AST, names, wanted: frozenset, position: int, given: 
     local = _locals(function) - set(given)
     # Each ``with open(path) as f`` in source order: a call reads ``f`` as the last one opened at or before it
     # (``model.pt`` then ``optimizer.pt``, both as ``f``, each saved inside its own block).
-    opened = sorted((node.lineno, name, path) for node in ast.walk(function)
-                    if isinstance(node, (ast.With, ast.AsyncWith)) for name, path in _handles(node))
+    opened = sorted(((node.lineno, name, path) for node in ast.walk(function)
+                     if isinstance(node, (ast.With, ast.AsyncWith)) for name, path in _handles(node)),
+                    key=lambda item: item[0])  # by line only: two items of one line may not compare
     keys = set()
     for node in ast.walk(function):
         if isinstance(node, ast.Call) and _qualified(node, names) in wanted:
