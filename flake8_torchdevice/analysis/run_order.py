@@ -77,8 +77,7 @@ def _run(names) -> tuple[dict, dict]:
             at_calls.setdefault(callee, []).append(before)
             given = _bound_names(node, names)
             if (callee, given) not in written:  # what it saves, reading the names this call passes
-                written[callee, given] = _writes(callee, names) | _io_keys(
-                    _function(names, callee), names, SAVES, 1, dict(given))
+                written[callee, given] = _writes(callee, names, given)
             for key in written[callee, given]:
                 state.setdefault(key, []).append(arms)
         elif _qualified(node, names) in LOADS:
@@ -103,8 +102,9 @@ def _functions(names) -> list:
     return [node for name in names.local_function_names() if (node := _function(names, name)) is not None]
 
 
-def _writes(name: str, names) -> set:
-    """The path keys a function saves to, itself or through the functions it calls."""
+def _writes(name: str, names, given: frozenset = frozenset()) -> set:
+    """The path keys a function saves to, itself or through the functions it calls; ``given`` (``_bound_names`` of
+    the call) reads its own parameters, not its callees'."""
     seen, pending, keys = set(), [name], set()
     while pending:
         current = pending.pop()
@@ -112,7 +112,7 @@ def _writes(name: str, names) -> set:
             continue
         seen.add(current)
         node = _function(names, current)
-        keys |= _io_keys(node, names, SAVES, 1)
+        keys |= _io_keys(node, names, SAVES, 1, dict(given) if current == name else None)
         pending.extend(_called(node, names))
     return keys
 
@@ -120,8 +120,9 @@ def _writes(name: str, names) -> set:
 def _io_keys(function: ast.AST, names, wanted: frozenset, position: int, given: Optional[dict] = None) -> set:
     """The path keys ``function`` hands to the ``wanted`` calls; ``given`` maps parameters the body never rebinds to
     the module names a call passes (``trainer(..., config)`` saving to ``config["save_path"]``)."""
-    given = {param: name for param, name in (given or {}).items() if param not in _rebound(function)}
-    local = _locals(function) - set(given)
+    bound, declared = _body_names(function)
+    given = {param: name for param, name in (given or {}).items() if param not in bound}
+    local = (_parameters(function) | bound) - declared - set(given)
     # Each ``with open(path) as f`` in source order: a call reads ``f`` as the last one opened at or before it
     # (``model.pt`` then ``optimizer.pt``, both as ``f``, each saved inside its own block).
     opened = sorted(((node.lineno, name, path) for node in ast.walk(function)
@@ -149,9 +150,23 @@ def _bound_names(call: ast.Call, names) -> frozenset:
     return frozenset(given.items())
 
 
-def _rebound(function: ast.AST) -> set:
-    """The names a function's body binds (its parameters not counted)."""
-    return {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+def _parameters(function: ast.AST) -> set:
+    arguments = function.args
+    names = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    return names | {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+
+
+def _body_names(function: ast.AST) -> tuple[set, set]:
+    """The names a function's body binds (its parameters not counted), and those it declares ``global``: a
+    function's locals are its parameters and the first, but the second."""
+    bound: set = set()
+    declared: set = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.Global):
+            declared.update(node.names)
+    return bound, declared
 
 
 def _key(call: ast.Call, position: int, handles: dict, local: set, given: Optional[dict] = None) -> Optional[str]:
@@ -192,20 +207,6 @@ def _handles(node) -> list:
         if opened is not None and isinstance(item.optional_vars, ast.Name):
             pairs.append((item.optional_vars.id, opened))
     return pairs
-
-
-def _locals(function: ast.AST) -> set:
-    """A function's parameters and the names it binds, but those it declares ``global``."""
-    arguments = function.args
-    bound = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
-    bound |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-    declared: set = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, ast.Global):
-            declared.update(node.names)
-    return bound - declared
 
 
 def _called(function: ast.AST, names) -> set:

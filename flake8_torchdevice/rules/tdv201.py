@@ -316,6 +316,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # load_url(url)`` / ``else: w = torch.load(p)``): their loads read a local copy of those weights.
         self._published_arms = MarkedBlocks()
         self._published_calls: set[int] = set()
+        # Whether the file names a download at all: else no ``if`` needs its branches scanned for one.
+        self._may_download = any(name in context.source for name in _PUBLISHED_DOWNLOADS)
         # Per function (the module's code first, never set: a script's ``.cuda()`` may be
         # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
         # CUDA test? Then it is GPU code, whatever CPU path the module has.
@@ -438,9 +440,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self._cuda_bodies.mark([id(node.body)])  # ``if torch.cuda.is_available():``, ``if args.cuda:``
         elif _else_runs_where_cuda_is(test, self.names):
             self._cuda_bodies.mark(branch_blocks(node.orelse))  # ``if not args.cuda: ... else: <CUDA>``
-        if _downloads_published(node.orelse):
+        if self._may_download and _downloads_published(node.orelse):
             self._published_arms.mark([id(node.body)])
-        if _downloads_published(node.body):
+        if self._may_download and _downloads_published(node.body):
             self._published_arms.mark(branch_blocks(node.orelse))
         self._enter_test(test)
         self._main_pushes.append(not self._functions and not self._classes and is_main_guard(test))
@@ -457,7 +459,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if branch is not None:
             self._cuda_branch_calls.update(id(n) for n in subtree(branch) if isinstance(n, cst.Call))
         for arm, other in ((node.body, node.orelse), (node.orelse, node.body)):
-            if _downloads_published(other):
+            if self._may_download and _downloads_published(other):
                 self._published_calls.update(id(n) for n in subtree(arm) if isinstance(n, cst.Call))
         self._enter_test(test)
 
