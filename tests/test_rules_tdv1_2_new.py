@@ -1129,3 +1129,30 @@ def test_tdv201_after_an_early_exit_off_the_cpu(exit_test, exit_body, reported):
     for full in (False, True):
         result = check_source(source, rules=(TorchLoadWithoutMapLocation,), strict=True, full=full)
         assert [v.line for v in result.violations if v.line == last] == ([last] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("branch", "reported"),
+    [
+        # The CPU path leaves before the load: only a machine with CUDA reaches it.
+        ("    if use_gpu:\n        model = model.cuda()\n    else:\n        print('no CUDA')\n        return\n",
+         False),
+        ("    if torch.cuda.is_available():\n        model.cuda()\n    else:\n        raise SystemExit('no GPU')\n",
+         False),
+        # The CPU path goes on to the load, or only an elif leaves: the load may run without a GPU.
+        ("    if use_gpu:\n        model = model.cuda()\n    else:\n        print('running on the CPU')\n", True),
+        ("    if use_gpu:\n        model = model.cuda()\n    elif args.strict:\n        return\n", True),
+        # A branch on something else leaving says nothing about the machine.
+        ("    if args.arch:\n        model = build(args.arch)\n    else:\n        return\n", True),
+    ],
+)
+def test_tdv201_a_cuda_branch_whose_else_leaves_before_the_load(branch, reported):
+    source = (
+        "import torch\n"
+        "def main(args, model):\n"
+        "    use_gpu = torch.cuda.is_available()\n" + branch +
+        "    checkpoint = torch.load(args.resume)\n"
+        "    model.load_state_dict(checkpoint['state_dict'])\n"
+    )
+    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])

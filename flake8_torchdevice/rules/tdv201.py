@@ -487,13 +487,19 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def _mark_after_cpu_exit(self, body) -> None:
         """``if device == "cpu": return torch.load(f, map_location="cpu")`` (or ``if not
-        torch.cuda.is_available(): ... raise``): what follows in the block runs where a GPU is."""
+        torch.cuda.is_available(): ... raise``), or the CUDA branch's ``else`` leaving (``if use_gpu:
+        model.cuda() else: return``): what follows in the block runs where a GPU is."""
         for index, statement in enumerate(body):
-            if isinstance(statement, cst.If) and statement.orelse is None and ends_block(statement.body) \
-                    and _else_runs_where_cuda_is(statement.test, self.names):
+            if isinstance(statement, cst.If) and self._cpu_path_leaves(statement):
                 for later in body[index + 1:]:
                     self._cuda_branch_calls.update(id(n) for n in subtree(later) if isinstance(n, cst.Call))
                 return
+
+    def _cpu_path_leaves(self, statement: cst.If) -> bool:
+        if statement.orelse is None:
+            return ends_block(statement.body) and _else_runs_where_cuda_is(statement.test, self.names)
+        return isinstance(statement.orelse, cst.Else) and ends_block(statement.orelse.body) \
+            and _runs_where_cuda_is(statement.test, self.names)
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cuda_bodies.leave(node)
