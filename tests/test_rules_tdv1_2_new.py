@@ -1156,3 +1156,37 @@ def test_tdv201_a_cuda_branch_whose_else_leaves_before_the_load(branch, reported
     )
     load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "reported"),
+    [
+        # The file hard-codes CUDA in its own code and never chooses the CPU: its helpers serve GPU code.
+        ("def sample(G, n):\n    return G(torch.randn(n, 8).cuda())\n", False),
+        ("def sample(G, n):\n    return G(torch.randn(n, 8, device='cuda:0'))\n", False),
+        # A CPU choice, a CUDA test, only a CUDA default (the caller may pass another) or no CUDA at all: the
+        # helper may run on a machine without a GPU.
+        ("def sample(G, n, device='cpu'):\n    return G(torch.randn(n, 8, device=device))\n", True),
+        ("def sample(G, n, device='cuda'):\n    return G(torch.randn(n, 8, device=device))\n", True),
+        ("def sample(G, n):\n    z = torch.randn(n, 8)\n    if torch.cuda.is_available():\n        z = z.cuda()\n"
+         "    return G(z)\n", True),
+        ("def sample(G, n):\n    return G(torch.randn(n, 8).cuda() if use_gpu else torch.randn(n, 8))\n", True),
+        ("def sample(G, n):\n    return G(torch.randn(n, 8))\n", True),
+    ],
+)
+def test_tdv201_a_library_load_in_a_file_written_only_for_gpus(elsewhere, reported):
+    load_weights = "def load_weights(G, root):\n    G.load_state_dict(torch.load(root + '/G.pth'))\n"
+    source = "import torch\n" + elsewhere + load_weights
+    load = len(source.splitlines())
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
+def test_tdv201_a_file_written_only_for_gpus_still_reports_a_process_per_gpu():
+    # Each process of a torchrun job loads onto the GPU that saved the file, whatever this file's CUDA defaults.
+    source = (
+        "import os\nimport torch\n"
+        "def sample(G, n):\n    return G(torch.randn(n, 8).cuda())\n"
+        "def load_weights(G, root):\n    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+        "    G.load_state_dict(torch.load(root + '/G.pth'))\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == [len(source.splitlines())]

@@ -53,6 +53,32 @@ def main_requires_cuda(names) -> bool:
     return found
 
 
+def cuda_throughout(names) -> bool:
+    """Is the whole file written for GPUs only? Somewhere, in any function, it places on CUDA (``x.cuda()``,
+    ``.to("cuda")``, ``torch.arange(n, device="cuda")``; a parameter's CUDA default is no placement: the caller
+    may pass another), and nowhere does it branch on CUDA or choose the CPU: its helpers serve code that runs where
+    a GPU is (a BigGAN-style ``utils.py`` whose ``load_weights(root)`` sits beside ``device="cuda"`` factories)."""
+    found = names.facts.get("cuda_throughout")
+    if found is None:
+        statements = [node for stmt in names.module_body for node in ast.walk(stmt) if isinstance(node, ast.stmt)]
+        found = names.facts["cuda_throughout"] = any(_places_itself(stmt) for stmt in statements) and not any(
+            _branches_on_cuda(stmt) or _names_cpu(stmt) for stmt in statements)
+    return found
+
+
+def _places_itself(stmt: ast.stmt) -> bool:
+    """A CUDA placement in this statement's own expressions (not in a nested statement)."""
+    parts = [getattr(stmt, field, None) for field in ("value", "test", "iter")] + list(getattr(stmt, "items", ()))
+    for part in parts:
+        for node in ast.walk(part) if isinstance(part, ast.AST) else ():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                    node.func.attr == "cuda" or node.func.attr == "to" and _to_cuda(node, set())):
+                return True
+            if isinstance(node, ast.keyword) and node.arg == "device" and _is_cuda_device(node.value, set()):
+                return True
+    return False
+
+
 def _requires_cuda(body: list, code: list, constants: set) -> bool:
     """Does a statement of ``body`` (or of a ``with`` in it) place on CUDA before ``code`` branches on CUDA or
     chooses the CPU? A CPU path that only follows the placement is never reached on a machine without a GPU."""
