@@ -1190,3 +1190,25 @@ def test_tdv201_a_file_written_only_for_gpus_still_reports_a_process_per_gpu():
         "    G.load_state_dict(torch.load(root + '/G.pth'))\n"
     )
     assert found(source, TorchLoadWithoutMapLocation) == [len(source.splitlines())]
+
+
+@pytest.mark.parametrize(
+    ("body", "reported"),
+    [
+        # The loaded tensor meets a CPU tensor made from NumPy: the file holds CPU tensors.
+        ("    std = torch.from_numpy(np.array(STD).reshape(1, 3, 1, 1))\n    uap = torch.load(path) / std\n", False),
+        ("    std = torch.from_numpy(np.array(STD))\n    uap = torch.load(path)\n    return std * uap\n", False),
+        # A tensor of unknown device, or a plain number: nothing said about the file.
+        ("    std = torch.tensor(STD)\n    uap = torch.load(path) / std\n", True),
+        ("    uap = torch.load(path) / 255\n", True),
+        ("    std = torch.from_numpy(np.array(STD))\n    other = torch.load(path)\n    return std * model(x)\n", True),
+    ],
+)
+def test_tdv201_a_loaded_tensor_meeting_a_numpy_tensor_is_on_the_cpu(body, reported):
+    source = (
+        "import numpy as np\nimport torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def universal_perturbation(path, model, x):\n" + body
+    )
+    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
