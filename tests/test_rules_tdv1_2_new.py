@@ -1163,11 +1163,15 @@ def test_tdv201_a_cuda_branch_whose_else_leaves_before_the_load(branch, reported
     [
         # The file hard-codes CUDA in its own code and never chooses the CPU: its helpers serve GPU code.
         ("def sample(G, n):\n    return G(torch.randn(n, 8).cuda())\n", False),
+        ("def sample(G, n, device='cuda'):\n    return G(torch.randn(n, 8).cuda())\n", False),
         ("def sample(G, n):\n    return G(torch.randn(n, 8, device='cuda:0'))\n", False),
         # A CPU choice, a CUDA test, only a CUDA default (the caller may pass another) or no CUDA at all: the
         # helper may run on a machine without a GPU.
         ("def sample(G, n, device='cpu'):\n    return G(torch.randn(n, 8, device=device))\n", True),
         ("def sample(G, n, device='cuda'):\n    return G(torch.randn(n, 8, device=device))\n", True),
+        # A device its caller chooses (no CUDA default) beside the hard-coded one: the caller may choose the CPU.
+        ("def sample(G, n, device):\n    return G(torch.randn(n, 8, device=device)).cuda()\n", True),
+        ("def sample(G, n, device=None):\n    return G(torch.randn(n, 8).cuda())\n", True),
         ("def sample(G, n):\n    z = torch.randn(n, 8)\n    if torch.cuda.is_available():\n        z = z.cuda()\n"
          "    return G(z)\n", True),
         ("def sample(G, n):\n    return G(torch.randn(n, 8).cuda() if use_gpu else torch.randn(n, 8))\n", True),

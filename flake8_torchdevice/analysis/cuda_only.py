@@ -28,6 +28,7 @@ from .guards import CUDA_WORD
 from .machines import CPU_FLAGS
 
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # a device string that is always CUDA: "cuda", "cuda:1"
+_DEVICE_PARAMETER = re.compile(r"^(device|dev)$|_device$|^device_")
 # Sub-expressions that may not run: a branch, a short circuit, a deferred or repeated body.
 _MAYBE_RUN = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -56,14 +57,27 @@ def main_requires_cuda(names) -> bool:
 def cuda_throughout(names) -> bool:
     """Is the whole file written for GPUs only? Somewhere, in any function, it places on CUDA (``x.cuda()``,
     ``.to("cuda")``, ``torch.arange(n, device="cuda")``; a parameter's CUDA default is no placement: the caller
-    may pass another), and nowhere does it branch on CUDA or choose the CPU: its helpers serve code that runs where
-    a GPU is (a BigGAN-style ``utils.py`` whose ``load_weights(root)`` sits beside ``device="cuda"`` factories)."""
+    may pass another), and nowhere does it branch on CUDA, choose the CPU or leave the device to its caller (a
+    ``device`` parameter without a CUDA default): its helpers serve code that runs where a GPU is (a BigGAN-style
+    ``utils.py`` whose ``load_weights(root)`` sits beside ``device="cuda"`` factories)."""
     found = names.facts.get("cuda_throughout")
     if found is None:
         statements = [node for stmt in names.module_body for node in ast.walk(stmt) if isinstance(node, ast.stmt)]
         found = names.facts["cuda_throughout"] = any(_places_itself(stmt) for stmt in statements) and not any(
-            _branches_on_cuda(stmt) or _names_cpu(stmt) for stmt in statements)
+            _branches_on_cuda(stmt) or _names_cpu(stmt) or _caller_chooses_device(stmt) for stmt in statements)
     return found
+
+
+def _caller_chooses_device(stmt: ast.stmt) -> bool:
+    """``def predict(x, device)`` / ``device=None``: a device parameter whose default is no CUDA device."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    arguments = stmt.args
+    positional = arguments.posonlyargs + arguments.args
+    defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    pairs = list(zip(positional, defaults)) + list(zip(arguments.kwonlyargs, arguments.kw_defaults))
+    return any(_DEVICE_PARAMETER.search(arg.arg) and not (default is not None and _is_cuda_device(default, set()))
+               for arg, default in pairs)
 
 
 def _places_itself(stmt: ast.stmt) -> bool:
