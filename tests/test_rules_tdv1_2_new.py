@@ -1216,3 +1216,33 @@ def test_tdv201_a_loaded_tensor_meeting_a_numpy_tensor_is_on_the_cpu(body, repor
     )
     load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
+@pytest.mark.parametrize(
+    ("save", "load_in", "reported"),
+    [
+        # A save helper writes the path, and the same method reads it back: this process's own file.
+        ("self.save_model(model.state_dict(), self.save_path)", "train", False),
+        ("save_checkpoint({'state_dict': model.state_dict()}, self.save_path)", "train", False),
+        # Read back in another method (another run may call it), or another file written: still reported.
+        ("self.save_model(model.state_dict(), self.save_path)", "predict", True),
+        ("self.save_model(model.state_dict(), self.best_path)", "train", True),
+        # A helper whose name does not say it saves a model's state is not read as one.
+        ("self.export(model.state_dict(), self.save_path)", "train", True),
+    ],
+)
+def test_tdv201_a_save_helper_then_a_load_of_the_same_path_in_one_scope(save, load_in, reported):
+    source = (
+        "import torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def save_checkpoint(state, path):\n    torch.save(state, path)\n"
+        "class Trainer:\n"
+        "    def save_model(self, weights, path):\n        torch.save(weights, path)\n"
+        "    def train(self, model):\n"
+        f"        {save}\n"
+        + ("        model.load_state_dict(torch.load(self.save_path))\n" if load_in == "train" else "")
+        + "    def predict(self, model):\n"
+        + ("        model.load_state_dict(torch.load(self.save_path))\n" if load_in == "predict" else "        pass\n")
+    )
+    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
