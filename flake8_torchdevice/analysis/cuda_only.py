@@ -12,6 +12,10 @@ requirement. A branch or CPU choice that only follows the placement (``model.cud
 torch.cuda.device_count() > 1:``, or a loop's ``if torch.cuda.is_available(): x = x.cuda()``) is never reached
 on a machine without a GPU: the placement has failed there first.
 
+A weaker form covers a whole file (``cuda_throughout``): code that places on CUDA somewhere, in any function, and
+nowhere branches on CUDA, chooses the CPU or takes a device parameter from its caller is written for GPUs only, so a
+library load in it serves code that runs where a GPU is.
+
 Read from the ``ast`` once per file (``names.module_body``, ``names.main_blocks``), so the answer does
 not depend on what code the engine's selection parses.
 """
