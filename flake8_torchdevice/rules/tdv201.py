@@ -40,7 +40,7 @@ from ..rule import CLASS, STATEMENT, Rule
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 84% (676 of 813 findings true or latent over the
+    r"""**On by default.** Precision on held-out user code: 83% (676 of 813 findings true or latent over the
     held-out batches v2-v87 with the rules of 2026-12-04, session of 18:37; v87's first read 6 of 6, U-Net training
     and test scripts with a CPU fallback resuming from or loading what their CUDA-when-available training saved);
     83% (670 of 807 findings true or latent over the held-out batches v2-v86 with the rules of 2026-12-04, session
