@@ -24,6 +24,11 @@ def found(source: str, rule) -> list[int]:
     return [v.line for v in result.violations]
 
 
+def _load_line(source: str) -> int:
+    """The line of the first ``torch.load(`` in ``source``: what a TDV201 case reports when it reports."""
+    return next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+
+
 def test_swap_keeps_layout_and_a_third_argument():
     source = "import torch\ny = x.to(torch.half,  'cuda', True)\n"
     assert fix_source(source) == "import torch\ny = x.to('cuda',  torch.half, True)\n"
@@ -1025,7 +1030,7 @@ def test_tdv201_a_local_copy_of_published_weights_beside_their_download(body, re
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
         "def weights(path, name):\n    " + body + "\n    return w\n"
     )
-    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    load = _load_line(source)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
@@ -1084,7 +1089,7 @@ def test_tdv201_a_save_counts_only_for_code_that_can_run_after_it(code, reported
         "vae_file = 'vae.pt'\n"
         "def fit(model, path):\n    torch.save(model.state_dict(), path)\n" + code + "\n"
     )
-    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    load = _load_line(source)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
@@ -1154,7 +1159,7 @@ def test_tdv201_a_cuda_branch_whose_else_leaves_before_the_load(branch, reported
         "    checkpoint = torch.load(args.resume)\n"
         "    model.load_state_dict(checkpoint['state_dict'])\n"
     )
-    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    load = _load_line(source)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
@@ -1214,7 +1219,7 @@ def test_tdv201_a_loaded_tensor_meeting_a_numpy_tensor_is_on_the_cpu(body, repor
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
         "def universal_perturbation(path, model, x):\n" + body
     )
-    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    load = _load_line(source)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
@@ -1244,5 +1249,5 @@ def test_tdv201_a_save_helper_then_a_load_of_the_same_path_in_one_scope(save, lo
         + "    def predict(self, model):\n"
         + ("        model.load_state_dict(torch.load(self.save_path))\n" if load_in == "predict" else "        pass\n")
     )
-    load = next(number for number, line in enumerate(source.splitlines(), 1) if "torch.load(" in line)
+    load = _load_line(source)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])

@@ -68,7 +68,7 @@ def cuda_throughout(names) -> bool:
     if found is None:
         statements = [node for stmt in names.module_body for node in ast.walk(stmt) if isinstance(node, ast.stmt)]
         found = names.facts["cuda_throughout"] = any(_places_itself(stmt) for stmt in statements) and not any(
-            _branches_on_cuda(stmt) or _names_cpu(stmt) or _caller_chooses_device(stmt) for stmt in statements)
+            _offers_cpu_path(stmt) or _caller_chooses_device(stmt) for stmt in statements)
     return found
 
 
@@ -89,8 +89,7 @@ def _places_itself(stmt: ast.stmt) -> bool:
     parts = [getattr(stmt, field, None) for field in ("value", "test", "iter")] + list(getattr(stmt, "items", ()))
     for part in parts:
         for node in ast.walk(part) if isinstance(part, ast.AST) else ():
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-                    node.func.attr == "cuda" or node.func.attr == "to" and _to_cuda(node, set())):
+            if _moves_to_cuda(node, set()):
                 return True
             if isinstance(node, ast.keyword) and node.arg == "device" and _is_cuda_device(node.value, set()):
                 return True
@@ -103,7 +102,12 @@ def _requires_cuda(body: list, code: list, constants: set) -> bool:
     first = next((stmt.lineno for stmt in _unconditional(body) if _places_on_cuda(stmt, constants)), None)
     if first is None:
         return False
-    return not any(_branches_on_cuda(stmt) or _names_cpu(stmt) for stmt in code if stmt.lineno < first)
+    return not any(_offers_cpu_path(stmt) for stmt in code if stmt.lineno < first)
+
+
+def _offers_cpu_path(stmt: ast.stmt) -> bool:
+    """A branch on CUDA or a CPU choice in this statement: code that can run without a GPU."""
+    return _branches_on_cuda(stmt) or _names_cpu(stmt)
 
 
 def _unconditional(body: Iterable[ast.stmt]) -> Iterable[ast.stmt]:
@@ -180,11 +184,16 @@ def _places_on_cuda(stmt: ast.stmt, constants: set) -> bool:
         node = pending.pop()
         if isinstance(node, _MAYBE_RUN):
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "cuda" or (node.func.attr == "to" and _to_cuda(node, constants)):
-                return True
+        if _moves_to_cuda(node, constants):
+            return True
         pending.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _moves_to_cuda(node: ast.AST, constants: set) -> bool:
+    """``x.cuda()`` / ``x.to("cuda")`` / ``x.to(DEVICE)`` with a CUDA constant."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+        node.func.attr == "cuda" or node.func.attr == "to" and _to_cuda(node, constants))
 
 
 def _to_cuda(call: ast.Call, constants: set) -> bool:
