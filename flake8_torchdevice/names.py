@@ -16,6 +16,7 @@ import ast
 from typing import Iterable, Optional
 
 from ._lazy import cst
+from .ast_helpers import ast_dotted_name
 
 # Only names under these roots matter to any rule; everything else is dropped
 # so that the map stays tiny and lookups stay cheap.
@@ -200,18 +201,6 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     if not isinstance(node, cst.Name):
         return None
     parts.append(node.value)
-    return ".".join(reversed(parts))
-
-
-def ast_dotted_name(expr: ast.expr) -> Optional[str]:
-    """``a.b.c`` of an ``ast`` chain of plain names, else None."""
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
     return ".".join(reversed(parts))
 
 

@@ -23,6 +23,8 @@ import re
 from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
+from .ast_helpers import ast_dotted_name
+
 _WORD = re.compile(r"\w+")
 # Where two string literals meet: a closing quote, blanks or a line break, an
 # optional prefix, an opening quote.
@@ -303,14 +305,8 @@ def _bindings(tree: ast.Module) -> Iterator[tuple[str, frozenset[str]]]:
 
 
 def _dotted_parts(expr: ast.expr) -> Optional[frozenset[str]]:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return frozenset(parts)
+    dotted = ast_dotted_name(expr)
+    return frozenset(dotted.split(".")) if dotted else None
 
 
 def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[tuple[int, Optional[int]]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..names import ast_dotted_name
+from ..ast_helpers import ast_dotted_name, ast_parameters
 from .flow.words import KEEPING_METHODS
 
 # Tensor methods, and torch functions of the same names, whose result stays on their tensors' device.
@@ -48,7 +48,7 @@ def parameters_given(node: ast.FunctionDef, positional: int, keywords: list) -> 
 def _returns(names, node) -> Optional[list]:
     if not isinstance(node, ast.FunctionDef) or not node.body or not isinstance(node.body[-1], ast.Return):
         return None
-    params = {arg.arg for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    params = ast_parameters(node)
     # A parameter the body rebinds (``img = img.cpu()``) no longer holds what the caller gave.
     params -= {sub.id for sub in _own_nodes(node) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
     found = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from ..names import ast_dotted_name
+from ..ast_helpers import ast_dotted_name, ast_parameters
 from .modules import local_kind
 from .vocabulary import FUNCTIONAL_LOSSES
 
@@ -44,10 +44,9 @@ def _helpers(names):
 
 
 def _called_with_inputs(names, method: ast.FunctionDef):
-    arguments = method.args
-    params = {arg.arg for arg in arguments.posonlyargs + arguments.args[1:] + arguments.kwonlyargs}
-    if arguments.vararg is not None:  # ``def forward(self, *inputs): return kron(*inputs)``
-        params.add(arguments.vararg.arg)
+    params = ast_parameters(method, skip_self=True)
+    if method.args.vararg is not None:  # ``def forward(self, *inputs): return kron(*inputs)``
+        params.add(method.args.vararg.arg)
     for sub in ast.walk(method):
         if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)):
             continue
@@ -76,8 +75,7 @@ def _feeds_a_loss(names, function) -> bool:
     ]
     if not calls:
         return False
-    arguments = function.args
-    params = {arg.arg for arg in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    params = ast_parameters(function)
     derived = _derived_names(function, params)
     fed = [call for call in calls if any(_mentions(arg, derived) for arg in [*call.args, *call.keywords])]
     if not fed:

@@ -20,7 +20,7 @@ import ast
 import copy
 from typing import Optional
 
-from ..names import ast_dotted_name
+from ..ast_helpers import ast_dotted_name, ast_parameters
 from .checkpoints import TORCH_LOADS as LOADS, TORCH_SAVES as SAVES
 from .scripts import called_names
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -122,7 +122,7 @@ def _io_keys(function: ast.AST, names, wanted: frozenset, position: int, given: 
     the module names a call passes (``trainer(..., config)`` saving to ``config["save_path"]``)."""
     bound, declared = _body_names(function)
     given = {param: name for param, name in (given or {}).items() if param not in bound}
-    local = (_parameters(function) | bound) - declared - set(given)
+    local = (ast_parameters(function, starred=True) | bound) - declared - set(given)
     # Each ``with open(path) as f`` in source order: a call reads ``f`` as the last one opened at or before it
     # (``model.pt`` then ``optimizer.pt``, both as ``f``, each saved inside its own block).
     opened = sorted(((node.lineno, name, path) for node in ast.walk(function)
@@ -148,12 +148,6 @@ def _bound_names(call: ast.Call, names) -> frozenset:
     given = {param: arg.id for param, arg in zip(params, call.args) if isinstance(arg, ast.Name)}
     given.update({k.arg: k.value.id for k in call.keywords if k.arg is not None and isinstance(k.value, ast.Name)})
     return frozenset(given.items())
-
-
-def _parameters(function: ast.AST) -> set:
-    arguments = function.args
-    names = {a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
-    return names | {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
 
 
 def _body_names(function: ast.AST) -> tuple[set, set]:

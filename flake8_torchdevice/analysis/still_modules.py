@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..names import ast_dotted_name
+from ..ast_helpers import ast_dotted_name
 from .layers import layer_state
 
 # Words that may move a tensor: ``.to(...)``, ``.type(torch.cuda.FloatTensor)``, ``.type_as(w)``, and any name

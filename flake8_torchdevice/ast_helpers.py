@@ -1,0 +1,30 @@
+"""Readers of ``ast`` nodes that need nothing but the standard library: the word pre-selection
+(``words.py``) uses them before anything imports LibCST, and ``names.py`` re-exports them."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+
+def ast_dotted_name(expr: ast.expr) -> Optional[str]:
+    """``a.b.c`` of an ``ast`` chain of plain names, else None."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def ast_parameters(function: ast.AST, *, skip_self: bool = False, starred: bool = False) -> set:
+    """The names of a ``def``'s parameters: positional and keyword-only, the first positional left out for a method's
+    ``self`` (``skip_self``), ``*args`` and ``**kwargs`` added where ``starred``."""
+    arguments = function.args
+    positional = arguments.posonlyargs + arguments.args
+    found = {arg.arg for arg in positional[1 if skip_self else 0:] + arguments.kwonlyargs}
+    if starred:
+        found |= {arg.arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None}
+    return found
