@@ -668,3 +668,40 @@ def test_tdv101_cuda_chained_into_a_move_to_an_always_cuda_device(device, report
     assert found(source, [CudaMixedWithToDevice]) == ([(7, "TDV101")] if reported else [])
     bare = source.replace("batch.cuda(non_blocking=True).to(local_device)", "batch.cuda()")
     assert found(bare, [CudaMixedWithToDevice]) == [(7, "TDV101")]
+
+
+@pytest.mark.parametrize("loss, reported", [
+    ("nn.CrossEntropyLoss()", False),
+    ("nn.CrossEntropyLoss(ignore_index=-1, reduction='sum')", False),
+    ("torch.nn.MSELoss()", False),
+    ("nn.CrossEntropyLoss(weight=class_weights)", True),  # holds the tensor it is given
+    ("nn.NLLLoss(class_weights)", True),
+    ("nn.BCEWithLogitsLoss(**options)", True),  # may pass pos_weight
+    ("nn.LinearCrossEntropyLoss(8, 3)", True),  # holds a Linear layer
+    ("nn.Linear(8, 3)", True),
+])
+def test_a_loss_built_from_literals_moves_nothing(loss, reported):
+    source = f"""
+        import torch
+        from torch import nn
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        class_weights, options = torch.ones(3), {{}}
+        model = nn.Linear(8, 3).to(device)
+        criterion = {loss}.cuda()
+    """
+    assert found(source, [CudaMixedWithToDevice]) == ([(7, "TDV101")] if reported else [])
+
+
+def test_every_torch_loss_the_vocabulary_calls_free_holds_no_tensor():
+    """`holds_no_tensor` trusts STATEFUL_LAYERS: a torch.nn loss it leaves out must hold nothing once built."""
+    torch = pytest.importorskip("torch")
+    from flake8_torchdevice.analysis.layers import holds_no_tensor
+
+    for name in dir(torch.nn):
+        kind = getattr(torch.nn, name)
+        if not (isinstance(kind, type) and issubclass(kind, torch.nn.Module) and name.endswith("Loss")):
+            continue
+        if not holds_no_tensor(f"torch.nn.{name}", []):
+            continue
+        module = kind()
+        assert not list(module.parameters()) and not list(module.buffers()), name

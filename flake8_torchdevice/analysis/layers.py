@@ -8,6 +8,8 @@ Containers count as stateful: they hold whatever layers they are given.
 
 from __future__ import annotations
 
+from .code import is_constant
+
 STATEFUL_LAYERS = frozenset(
     """Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d
     ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d LazyConvTranspose1d LazyConvTranspose2d
@@ -16,7 +18,7 @@ STATEFUL_LAYERS = frozenset(
     LazyInstanceNorm1d LazyInstanceNorm2d LazyInstanceNorm3d GroupNorm LayerNorm RMSNorm
     Embedding EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention PReLU
     Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer
-    TransformerDecoderLayer AdaptiveLogSoftmaxWithLoss Sequential ModuleList ModuleDict
+    TransformerDecoderLayer AdaptiveLogSoftmaxWithLoss LinearCrossEntropyLoss Sequential ModuleList ModuleDict
     ParameterList ParameterDict""".split()
 )
 PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
@@ -33,6 +35,13 @@ def layer_state(qualified: str) -> str:
     if not (head == "torch.nn" or head.startswith("torch.nn.modules")) or not last[:1].isupper():
         return ""
     return "module" if last in STATEFUL_LAYERS else "free"
+
+
+def holds_no_tensor(qualified: str, args) -> bool:
+    """``nn.CrossEntropyLoss()`` / ``nn.MSELoss(reduction="sum")``: a torch.nn loss built from literals only keeps no
+    tensor (its one state, ``weight`` / ``pos_weight``, is a tensor argument), so moving it moves nothing."""
+    return (layer_state(qualified) == "free" and qualified.endswith("Loss")
+            and all(not arg.star and is_constant(arg.value) for arg in args))
 
 
 # torchvision's model families: a builder there (``resnet18``, ``detection.fasterrcnn_resnet50_fpn``,
