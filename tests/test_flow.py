@@ -1168,3 +1168,25 @@ def test_a_tuple_handed_to_a_module_of_this_file_is_its_own_business():
         "net = Net().to(device)\nout = net(torch.ones(2).to(device), (torch.zeros(2), torch.zeros(2)))\n"
     )
     assert codes(source) == []
+
+
+@pytest.mark.parametrize("rebinding, found", [
+    ("self.rot = np.repeat([rot_star], n, axis=0)", []),  # a NumPy array from here on
+    ("self.rot = torch.ones(n, 3, 3)", [("TDV603", 13)]),  # still a tensor: __init__'s placement stands
+    ("rot = np.repeat([rot_star], n, axis=0)", [("TDV603", 13)]),  # a local name, not the attribute
+])
+def test_an_attribute_a_method_rebinds_to_numpy_is_not_believed_placed(rebinding, found):
+    source = (
+        "class ParticleFilter:\n"
+        "    def __init__(self, n):\n"
+        "        self.rot = torch.ones(n, 3, 3).cuda()\n"
+        "        self.w = torch.ones(n).cuda()\n"
+        "\n"
+        "    def reset(self, rot_star, n):\n"
+        f"        {rebinding}\n"
+        "\n"
+        "    def add_noise(self, i, rot_m):\n"
+        "        self.rot[i] = np.matmul(self.rot[i], rot_m)\n"
+        "        return np.asarray(self.w)\n"
+    )
+    assert codes(source) == sorted(found + [("TDV603", 14)])

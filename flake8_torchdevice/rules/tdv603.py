@@ -10,7 +10,12 @@ from ..rule import DEFINITION, Rule
 
 
 class NumpyOfPlacedTensor(FlowReports, Rule):
-    r"""## What it does
+    r"""**On by default.** Precision on held-out user code: 15 of 17 findings true or latent over the held-out batches
+    v2-v90 with the rules of 2026-12-04, session of 21:03, post-hoc: an attribute a method of the class rebinds to a
+    NumPy array is not believed placed in the others (2 false findings of one particle filter gone, nothing else on
+    the corpus); 15 of 19 before it (docs/precision.md).
+
+    ## What it does
     Flags `t.numpy()` (without `force=True`), `np.asarray(t)`, `np.array(t)`, any other NumPy
     function given `t` (`np.isnan(t)`, `np.mean(t)`, `np.save(path, t)`; not `np.float64(t)`, a
     Python float that calls `t.item()`), scikit-learn's metrics given `t`
@@ -56,7 +61,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
 
     ## When it does not report
     - tensors whose device the code does not prove (parameters, attributes `__init__` does not place, unknown
-      calls);
+      calls), and an attribute that a method of the class rebinds to a NumPy array (`self.rot = np.repeat(...)`
+      in `reset()`): what `__init__` placed it on says nothing in the class's other methods;
     - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`),
       `.numpy(force=True)`, including a move back under the CUDA check that placed the value
       (`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()`): on a GPU machine that branch runs;

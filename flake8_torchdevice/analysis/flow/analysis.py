@@ -8,7 +8,7 @@ from ..._lazy import cst
 from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
-from .facts import SELF, FileFacts, crossing, declared_global
+from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound
 from .layers import Layers
 from .loops import Loops
 from .methods import given_by_siblings, returned_by
@@ -71,7 +71,10 @@ def _facts_for(context, node) -> dict:
         key = id(cls)
         if key not in facts.by_class:
             facts.by_class[key] = {}  # a recursion guard while __init__ is walked
-            facts.by_class[key] = crossing(flow_of(context, setup).env, SELF)
+            rebound = numpy_rebound(context.names, cls)  # an attribute a method rebinds to a NumPy array
+            facts.by_class[key] = {
+                name: fact for name, fact in crossing(flow_of(context, setup).env, SELF).items() if name not in rebound
+            }
         env.update(facts.by_class[key])
     return env
 

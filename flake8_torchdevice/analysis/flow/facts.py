@@ -13,10 +13,12 @@ from the point it is bound, as the walk is in source order.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
 from ..._lazy import cst
+from ...ast_helpers import ast_dotted_name
 from ..code import code_of
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
 
@@ -170,6 +172,25 @@ def crossing(env: dict, prefix: str = "") -> dict:
             fact.param = False
             facts[name] = fact
     return facts
+
+
+def numpy_rebound(names, cls: "cst.ClassDef") -> frozenset:
+    """``self.rot = np.repeat(...)`` in any method of the module-level class ``cls``: that attribute holds a NumPy
+    array there, so what ``__init__`` placed it on says nothing in the class's other methods. Read from the class's
+    ``ast`` (every method, whatever the selection kept)."""
+    tree = names.definition(cls.name.value)
+    if not isinstance(tree, ast.ClassDef):
+        return frozenset()
+    rebound = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        if not (names.resolve_dotted(ast_dotted_name(node.value.func) or "") or "").startswith("numpy."):
+            continue
+        rebound.update(SELF + target.attr for target in node.targets
+                       if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                       and target.value.id == "self")
+    return frozenset(rebound)
 
 
 _GLOBAL = re.compile(r"^[ \t]*global[ \t]+(\w+(?:[ \t]*,[ \t]*\w+)*)", re.M)
