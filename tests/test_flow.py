@@ -1190,3 +1190,19 @@ def test_an_attribute_a_method_rebinds_to_numpy_is_not_believed_placed(rebinding
         "        return np.asarray(self.w)\n"
     )
     assert codes(source) == sorted(found + [("TDV603", 14)])
+
+
+@pytest.mark.parametrize("loss, logits, found", [
+    ("nn.CrossEntropyLoss().cuda()", "torch.randn(4, 3)", []),  # holds no tensor: meets CPU inputs on the CPU
+    ("nn.CrossEntropyLoss(reduction='sum').to('cuda')", "torch.randn(4, 3)", []),
+    ("nn.CrossEntropyLoss(weight=torch.ones(3)).cuda()", "torch.randn(4, 3)", [("TDV601", 7)]),  # its weight moved
+    ("nn.CrossEntropyLoss().cuda()", "torch.randn(4, 3).cuda()", [("TDV601", 7)]),  # CPU labels meet placed logits
+])
+def test_a_moved_loss_that_holds_no_tensor_stays_where_its_inputs_are(loss, logits, found):
+    source = (
+        f"criterion = {loss}\n"
+        f"logits = {logits}\n"
+        "labels = torch.tensor([0, 1, 2, 0])\n"
+        "print(criterion(logits, labels))\n"
+    )
+    assert codes(source) == found

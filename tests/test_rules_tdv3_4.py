@@ -469,3 +469,15 @@ def test_a_one_gpu_count_test_is_no_multi_gpu_guard(test, reported):
     assert found(source) == ([(4, "TDV401")] if reported else [])
     branch = f"import torch\n\ndef main(args, x):\n    if {test}:\n        x = x.to('cuda:1')\n    return x\n"
     assert found(branch) == ([(5, "TDV401")] if reported else [])
+
+
+@pytest.mark.parametrize("line, reported", [
+    ('criterion = nn.CrossEntropyLoss(size_average=False).cuda(3)', False),  # holds no tensor: moves nothing
+    ('criterion = nn.MSELoss().to("cuda:2")', False),
+    ('criterion = nn.CrossEntropyLoss(weight=torch.ones(3)).cuda(3)', True),  # holds its weight
+    ('head = nn.Linear(3, 3).cuda(1)', True),
+    ('x = torch.ones(3).cuda(2)', True),
+])
+def test_the_ordinal_of_a_loss_that_holds_no_tensor_selects_nothing(line, reported):
+    source = f"import torch\nfrom torch import nn\n{line}\n"
+    assert [code for _, code in found(source)] == (["TDV401"] if reported else [])

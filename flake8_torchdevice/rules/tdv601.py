@@ -138,6 +138,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       checkpoint's entries; data whose shape the code does not show (`torch.tensor(scale)`) counts as 0-dim too,
       except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no
       CPU scalar;
+    - a torch.nn loss built from literals and then moved (`criterion = nn.CrossEntropyLoss().cuda()`): it holds no
+      tensor, so its inputs meet each other, not the loss (a loss given a `weight` tensor holds it and is placed);
     - a module wrapped in `nn.DataParallel`, which scatters a forward's inputs to its devices (a CPU input is
       moved for it), and a module built around one (`TSN(batch_size, nn.DataParallel(net)).cuda()`), whose forward
       hands its input to the wrapper;

@@ -224,6 +224,8 @@ class Calls:
             return Value(FRAMEWORK, call)
         if receiver is not None and receiver.kind == BATCH:
             return None  # batch.to(device) may move a container in place
+        if method in ("to", "cuda") and receiver is not None and receiver.kind == LOSS and receiver.empty:
+            return receiver  # ``nn.CrossEntropyLoss().cuda()`` holds no tensor: it meets its inputs wherever they are
         if method in ("to", "cuda"):
             moved = self.move(call, receiver, method, args, env)
             root = moved_layer(func.value)

@@ -16,7 +16,7 @@ from typing import Optional
 from ..._lazy import cst
 from ...names import dotted_name
 from ..code import argument, call_keywords, module_chain_root
-from ..layers import hf_model_class, layer_state, torchvision_builder
+from ..layers import hf_model_class, holds_no_tensor, layer_state, torchvision_builder
 from .values import CPU, LOSS, PLACED, Value, placed_result
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
@@ -72,6 +72,7 @@ class Layers:
             return loss
         loss = Value(LOSS, call.func)
         loss.ctc = name == "CTCLoss"
+        loss.empty = holds_no_tensor(qualified, call.args)
         return loss
 
     def built_still_module(self, call: "cst.Call", env: dict) -> Optional[Value]:

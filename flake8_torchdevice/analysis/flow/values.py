@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank", "scatters", "loss",
+        "items", "guessed", "rank", "scatters", "loss", "empty",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -38,6 +38,7 @@ class Value:
         self.rank: Optional[int] = None  # a NUMPY array's number of dimensions, where its shape is written out
         self.scatters = False  # a module wrapped in ``nn.DataParallel``: it moves a forward's inputs to its devices
         self.loss = False  # a CPU layer that is a loss given a CPU class weight (flow/layers.py)
+        self.empty = False  # a LOSS built from literals: it holds no tensor, so a move leaves it where it is
 
     @property
     def label(self) -> str:
@@ -52,6 +53,7 @@ class Value:
         copy.unseen = self.unseen and copy.zero
         copy.layer = self.layer and copy.kind == CPU
         copy.loss = self.loss and copy.layer
+        copy.empty = self.empty and copy.kind == LOSS
         copy.ctc = self.ctc
         copy.spread = self.spread
         copy.guessed = self.guessed
