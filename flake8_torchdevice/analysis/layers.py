@@ -8,6 +8,7 @@ Containers count as stateful: they hold whatever layers they are given.
 
 from __future__ import annotations
 
+from .._lazy import cst
 from .code import is_constant
 
 STATEFUL_LAYERS = frozenset(
@@ -42,6 +43,12 @@ def holds_no_tensor(qualified: str, args) -> bool:
     tensor (its one state, ``weight`` / ``pos_weight``, is a tensor argument), so moving it moves nothing."""
     return (layer_state(qualified) == "free" and qualified.endswith("Loss")
             and all(not arg.star and is_constant(arg.value) for arg in args))
+
+
+def built_without_tensor(names, expr) -> bool:
+    """``nn.CrossEntropyLoss()`` as the receiver of a move: a loss built from literals, which the move leaves as it
+    is (``.cuda(3)`` / ``.to("cuda:1")`` of it touch no device and run on a CPU-only build of torch)."""
+    return isinstance(expr, cst.Call) and holds_no_tensor(names.qualify(expr.func) or "", expr.args)
 
 
 # torchvision's model families: a builder there (``resnet18``, ``detection.fasterrcnn_resnet50_fpn``,

@@ -19,7 +19,7 @@ from ..analysis.devices import (
     sets_cuda_default,
 )
 from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
-from ..analysis.layers import holds_no_tensor
+from ..analysis.layers import built_without_tensor
 from ..analysis.value_tests import ValueTestBranches, value_device_test
 from ..analysis.vocabulary import CUDA_LEGACY_CONSTRUCTORS
 from ..rule import Fix, Rule
@@ -452,7 +452,7 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
                 self._switch_checked.add(id(scope))
                 self._switch_places_module |= not constructor and is_module_receiver(node, self.is_statement(node))
             return
-        if not constructor and self._moves_no_tensor(node):
+        if not constructor and built_without_tensor(self.names, node.func.value):
             return  # ``nn.CrossEntropyLoss().cuda()``: nothing to move, so no machine fails it
         function = self._functions[-1] if self._depth == 1 and self._functions else None
         self._cuda_calls.append(_CudaCall(
@@ -462,14 +462,6 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             function[0] if function is not None and not function[1] else None,
             constructor=constructor, cpu_value_branch=self.in_cpu_value_branch(),
         ))
-
-    def _moves_no_tensor(self, node: cst.Call) -> bool:
-        """``.cuda()`` of a torch.nn loss built from literals: it holds no tensor, and a module's ``.cuda()`` touches
-        CUDA only through its tensors (it runs on a CPU-only build of torch)."""
-        receiver = node.func.value
-        if not isinstance(receiver, cst.Call):
-            return False
-        return holds_no_tensor(self.names.qualify(receiver.func) or "", receiver.args)
 
     def _note_default(self, node: cst.Call) -> None:
         """An unguarded CUDA default: decided like a tensor's ``.cuda()``, wherever it is (under

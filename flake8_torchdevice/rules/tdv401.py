@@ -40,7 +40,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis.code import argument, code_of, param_names, subtree, target_names
 from ..analysis.guards import is_test_code
-from ..analysis.layers import holds_no_tensor
+from ..analysis.layers import built_without_tensor
 from ..rule import FUNCTION, Rule
 from ..words import joined_words
 
@@ -490,13 +490,6 @@ class HardCodedOrdinal(Rule):
             for found in value.literals:
                 self._consider(found, found.exempt)
 
-    def _moves_no_tensor(self, receiver: cst.BaseExpression) -> bool:
-        """A torch.nn loss built from literals: it holds no tensor, so its ``.cuda(N)`` / ``.to("cuda:N")`` touches
-        no device (it runs on a CPU-only build, whatever N is)."""
-        if not isinstance(receiver, cst.Call):
-            return False
-        return holds_no_tensor(self.names.qualify(receiver.func) or "", receiver.args)
-
     def _bool_device(self, call: cst.Call) -> None:
         """``x.cuda(True)``: ``non_blocking`` meant, a bool passed as the device. Old torch read it
         as GPU 1; torch now refuses a bool there on every machine, so no guard or test excuses it."""
@@ -520,7 +513,7 @@ class HardCodedOrdinal(Rule):
         if location is not None:
             out.append((location, _LOCATION_POSITION, "map_location="))
         if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
-            if self._moves_no_tensor(func.value):
+            if built_without_tensor(self.names, func.value):
                 return out  # ``nn.CrossEntropyLoss().cuda(3)``: a loss that holds no tensor moves nothing anywhere
             found = argument(call, 0, "device")  # x.cuda(1), x.to("cuda:1"), x.to(device=d)
             if found is not None:
