@@ -224,9 +224,9 @@ class Calls:
             return Value(FRAMEWORK, call)
         if receiver is not None and receiver.kind == BATCH:
             return None  # batch.to(device) may move a container in place
-        if method in ("to", "cuda") and receiver is not None and receiver.kind == LOSS and receiver.empty:
-            return receiver  # ``nn.CrossEntropyLoss().cuda()`` holds no tensor: it meets its inputs wherever they are
         if method in ("to", "cuda"):
+            if receiver is not None and receiver.kind == LOSS and receiver.empty:
+                return receiver  # ``nn.CrossEntropyLoss().cuda()`` holds no tensor: its inputs meet wherever they are
             moved = self.move(call, receiver, method, args, env)
             root = moved_layer(func.value)
             if root is not None and is_cpu_layer(env.get(root)) and (moved is None or moved.kind != CPU):
