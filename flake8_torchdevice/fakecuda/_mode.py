@@ -37,7 +37,7 @@ class FakeCudaMode(TorchFunctionMode):
             return special(self.state, func, args, kwargs)
         if kwargs.get("device") is None and self.state.default is not None and func in _constructors():
             return _created(self.state, func, args, {**kwargs, "device": self.state.default})  # device=None too
-        if "device" in kwargs:
+        if "device" in kwargs and func is not _parse_to():  # ``module.to(device=...)`` parses, makes nothing
             return _created(self.state, func, args, kwargs)
         if func in SAME_AS_SELF:
             target = device_of(args[0])
@@ -50,6 +50,15 @@ class FakeCudaMode(TorchFunctionMode):
             else:
                 tag_outputs(out, target)
         return out
+
+
+@lru_cache(maxsize=1)
+def _parse_to():
+    """What ``Module.to`` reads its arguments with: given ``device=``, it answers that device
+    (made on the CPU, it would answer the CPU and leave the module's tensors there)."""
+    from torch._C._nn import _parse_to
+
+    return _parse_to
 
 
 @lru_cache(maxsize=1)

@@ -38,6 +38,18 @@ def test_to_moves_parameters_and_buffers_and_leaves_plain_attributes_behind():
         assert model.fc.weight.device == torch.device("cpu")
 
 
+@pytest.mark.parametrize("move", [
+    lambda m: m.to(device="cuda"), lambda m: m.to(device=torch.device("cuda", 0)), lambda m: m.to("cuda", torch.float),
+    lambda m: m.to(device="cuda", dtype=torch.float64),
+])
+def test_to_with_a_device_keyword_moves_the_modules_tensors(move):
+    # ``Module.to`` reads its arguments with ``_parse_to(device=...)``, which makes no tensor.
+    with fake_cuda():
+        model = move(Counter())
+        assert {p.device for p in model.parameters()} == {torch.device("cuda", 0)}
+        assert model.seen.device == torch.device("cuda", 0)
+
+
 def test_a_cpu_input_to_a_placed_model_fails_and_a_training_step_runs():
     with fake_cuda():
         model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2)).cuda()
