@@ -1206,3 +1206,50 @@ def test_a_moved_loss_that_holds_no_tensor_stays_where_its_inputs_are(loss, logi
         "print(criterion(logits, labels))\n"
     )
     assert codes(source) == found
+
+
+_FLAGGED = '''\
+cuda, cpu = torch.device("cuda"), torch.device("cpu")
+
+
+class Net(nn.Module):
+    def __init__(self, layer_gpu):
+        super().__init__()
+        self.layer_gpu = layer_gpu
+        if self.layer_gpu == 1:
+            self.layer = nn.Linear(4, 4).to(device=cuda)
+        else:
+            self.layer = nn.Linear(4, 4)
+        self.act = nn.Sigmoid()
+
+    def forward(self, x):
+        if (self.layer_gpu == 1):
+            out = self.act(self.layer(x.to(device=cuda)).to(device=cpu))
+        else:
+            out = self.act(self.layer(x))
+        return out.detach().numpy()
+'''
+
+
+def test_an_attribute_placed_under_a_flag_is_unplaced_where_a_method_tests_the_same_flag_false():
+    # The else path of forward runs where __init__'s else ran: the layer stayed on the CPU.
+    assert codes(_FLAGGED) == []
+
+
+@pytest.mark.parametrize("change", [
+    # the true path still returns what the placed layer made
+    ("            out = self.act(self.layer(x.to(device=cuda)).to(device=cpu))\n",
+     "            return self.layer(x.to(device=cuda)).numpy()\n"),
+    # another test: nothing ties the paths
+    ("        if (self.layer_gpu == 1):\n", "        if self.layer_gpu == 2:\n"),
+    # the flag is not stable: a method rebinds it
+    ("    def forward(self, x):\n",
+     "    def switch(self, n):\n        self.layer_gpu = n\n\n    def forward(self, x):\n"),
+    # __init__ binds the attribute again after its if
+    ("        self.act = nn.Sigmoid()\n", "        self.act = nn.Sigmoid()\n        self.layer = self.layer.cuda()\n"),
+    # forward rebinds the attribute itself before testing the flag
+    ("        if (self.layer_gpu == 1):\n",
+     "        self.layer = self.layer.cuda()\n        if (self.layer_gpu == 1):\n"),
+])
+def test_an_attribute_placed_under_a_flag_stays_placed_where_nothing_ties_the_paths(change):
+    assert codes(_FLAGGED.replace(*change)) != []

@@ -10,10 +10,10 @@ from ..rule import DEFINITION, Rule
 
 
 class NumpyOfPlacedTensor(FlowReports, Rule):
-    r"""**On by default.** Precision on held-out user code: 15 of 17 findings true or latent over the held-out batches
-    v2-v90 with the rules of 2026-12-04, session of 21:03, post-hoc: an attribute a method of the class rebinds to a
-    NumPy array is not believed placed in the others (2 false findings of one particle filter gone, nothing else on
-    the corpus); 15 of 19 before it (docs/precision.md).
+    r"""**On by default.** Precision on held-out user code: 15 of 18 findings true or latent over the held-out batches
+    v2-v94 with the rules of 2026-12-04, session of 23:12, post-hoc: an attribute `__init__` places under a flag test
+    that a method repeats is read per path (6 false findings of one v94 profiling project gone, nothing else on the 49
+    projects holding a flow label); 15 of 24 before it (docs/precision.md).
 
     ## What it does
     Flags `t.numpy()` (without `force=True`), `np.asarray(t)`, `np.array(t)`, any other NumPy
@@ -66,6 +66,10 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     - `.cpu()` or `.to("cpu")` anywhere before (`torch.cat(outs).numpy()` after `outs.append(y.cpu())`),
       `.numpy(force=True)`, including a move back under the CUDA check that placed the value
       (`if use_gpu: imgs, outputs = imgs.cpu(), outputs.cpu()`): on a GPU machine that branch runs;
+    - an attribute on a method's path where `__init__`, testing the same flag, left it unplaced
+      (`if self.layer_gpu == 3: self.layer3 = conv.to(cuda)` / `else: self.layer3 = conv` in `__init__`, and the
+      `else` of `forward`'s `if self.layer_gpu == 3:`): a test of literals and attributes only `__init__` binds
+      takes the same path in both (`flow/flags.py`);
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves, and a store into one element
       of an array (`scores[i] = loss` of a `np.zeros(n)`, `a[i, j] = t` of a 2-D one): NumPy reads it with
       `float(t)`; nor a store into an array whose shape is not written out (`np.zeros(shape)`);

@@ -9,6 +9,7 @@ from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound
+from .flags import lasting
 from .layers import Layers
 from .loops import Loops
 from .methods import given_by_siblings, returned_by
@@ -72,9 +73,11 @@ def _facts_for(context, node) -> dict:
         if key not in facts.by_class:
             facts.by_class[key] = {}  # a recursion guard while __init__ is walked
             rebound = numpy_rebound(context.names, cls)  # an attribute a method rebinds to a NumPy array
+            setup_flow = flow_of(context, setup)
             facts.by_class[key] = {
-                name: fact for name, fact in crossing(flow_of(context, setup).env, SELF).items() if name not in rebound
+                name: fact for name, fact in crossing(setup_flow.env, SELF).items() if name not in rebound
             }
+            facts.branches_by_class[key] = lasting(setup_flow.branches, setup_flow.env)
         env.update(facts.by_class[key])
     return env
 

@@ -41,6 +41,9 @@ class FileFacts:
         self.globals: dict = {}
         self.classes: dict = {}  # id(method) -> its ClassDef
         self.by_class: dict = {}  # id(ClassDef) -> {"self.x": Value}
+        # id(ClassDef) -> {flag test: (attributes unplaced on its true path, on its false path)} (flow/flags.py)
+        self.branches_by_class: dict = {}
+        self.stable_by_class: dict = {}  # id(ClassDef) -> ``flags.stable_attributes``
         # The module's code sets a default device (``torch.set_default_tensor_type(
         # "torch.cuda.FloatTensor")`` under ``if args.cuda:``): its functions' factories follow it.
         self.default_device = False

@@ -9,6 +9,7 @@ from ..._lazy import cst
 from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .facts import SELF, imported_names, key_of
+from .flags import flag_paths, note_flag, unplace
 from .layers import is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
@@ -146,11 +147,16 @@ class Statements:
         defaults = self.class_defaults()
         bound = None if defaults is None else defaults | self.attributes_bound
         cpu_only = cpu_only_test(node.test, self.names)
+        flagged = flag_paths(self, node.test)  # ``__init__`` placed attributes under the same test
         body_env = dict(env)
+        if flagged:
+            unplace(body_env, flagged[0], self.facts)
         self.mute += cpu_only
         self.block(body_of(node.body), body_env)
         self.mute -= cpu_only
         else_env = dict(env)
+        if flagged:
+            unplace(else_env, flagged[1], self.facts)
         if node.orelse is not None:
             # ``torch.cuda.is_available()``, or the code's own switch: the else is the CPU run
             cuda_only_else = cuda_test(node.test) or is_cuda_flag(node.test)
@@ -165,6 +171,7 @@ class Statements:
         merged = merge(body_env, else_env)
         if bound is not None:
             _keep_attributes_of_one_path(bound, body_env, else_env, merged)
+        note_flag(self, node.test, body_env, else_env, merged)
         env.clear()
         env.update(merged)
 

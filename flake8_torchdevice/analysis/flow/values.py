@@ -90,7 +90,7 @@ class Flow:
     """What one scope proves: the meetings found in it."""
 
     __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "foreign_calls", "method_calls",
-                 "returns")
+                 "returns", "branches")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
@@ -103,6 +103,7 @@ class Flow:
         self.foreign_calls: list = []
         self.method_calls: list = []  # (name, [(Arg, Value)]): ``self.name(...)`` calls given a placed value
         self.returns: list = []  # the Value (or None) of each ``return``
+        self.branches: dict = {}  # in ``__init__``: flag test -> ``flags.branch_fact`` of its ``if``
 
 
 def same(a: Optional[Value], b: Optional[Value]) -> bool:
