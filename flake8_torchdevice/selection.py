@@ -38,7 +38,8 @@ from .rule import CLASS, FUNCTION, STATEMENT
 # them: flow-sensitive rules want the assignments around a module-level hit,
 # not giant literal tables (torch's 11,290-line ``op_db`` list took 290 MiB).
 LARGE_STATEMENT_LINES = 200
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFS = (*_FUNCTIONS, ast.ClassDef)
 
 
 def statement_start(stmt: ast.stmt) -> int:
@@ -87,10 +88,9 @@ class StatementIndex:
             graph = self._self_calls[id(node)] = self_call_graph(node, self.lines)
         return graph
 
-    def readers_of_init(self, node: ast.ClassDef) -> Optional[tuple]:
-        """``(__init__, the def lines of the other methods reading an attribute it binds)`` of a
-        top-level class, once per file (every rule that asks reads the same); None without
-        ``__init__``."""
+    def readers_of_init(self, node: ast.ClassDef) -> list[int]:
+        """The def lines of the methods of a top-level class, but ``__init__``, that read an
+        attribute its ``__init__`` binds; once per file (every rule that asks reads the same)."""
         if id(node) not in self._init_readers:
             self._init_readers[id(node)] = _readers_of_init(node)
         return self._init_readers[id(node)]
@@ -124,7 +124,7 @@ def self_call_partners(index: StatementIndex, lines: list, follows) -> list[int]
             continue
         if not follows(node.name):
             continue
-        methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        methods = {m.name: m for m in node.body if isinstance(m, _FUNCTIONS)}
         kept = {name for name, m in methods.items() if any(m.lineno <= line <= m.end_lineno for line in lines)}
         graph = index.self_calls(node)
         group, frontier = set(kept), list(kept)
@@ -145,22 +145,25 @@ def init_readers(index: StatementIndex, lines: list) -> list[int]:
     self.policy(obs, self.state)``) may report on those facts alone."""
     found: list[int] = []
     for member in index.top:
-        if not isinstance(member.node, ast.ClassDef):
-            continue
-        readers = index.readers_of_init(member.node)
-        if readers is not None and any(readers[0].lineno <= line <= readers[0].end_lineno for line in lines):
-            found += readers[1]
+        setup = _init_of(member.node)
+        # The readers cost a walk of every method: only a class whose __init__ holds a line asks.
+        if setup is not None and any(setup.lineno <= line <= setup.end_lineno for line in lines):
+            found += index.readers_of_init(member.node)
     return found
 
 
-def _readers_of_init(node: ast.ClassDef) -> Optional[tuple]:
-    methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    setup = next((m for m in methods if m.name == "__init__"), None)
-    if setup is None:
+def _init_of(node: ast.AST) -> Optional[ast.FunctionDef]:
+    """The ``__init__`` of a class statement, or None."""
+    if not isinstance(node, ast.ClassDef):
         return None
+    return next((m for m in node.body if isinstance(m, _FUNCTIONS) and m.name == "__init__"), None)
+
+
+def _readers_of_init(node: ast.ClassDef) -> list[int]:
+    setup = _init_of(node)
     bound = {n.attr for n in ast.walk(setup) if _self_attribute(n) and isinstance(n.ctx, ast.Store)}
-    return setup, [m.lineno for m in methods if m is not setup
-                   and any(_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
+    return [m.lineno for m in node.body if isinstance(m, _FUNCTIONS) and m is not setup
+            and any(_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
 
 
 def _self_attribute(node: ast.AST) -> bool:
