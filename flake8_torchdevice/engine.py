@@ -322,7 +322,22 @@ def _definitions_reading(index: StatementIndex, names: set) -> list[int]:
             defs.append(top.node)
         elif isinstance(top.node, ast.ClassDef):
             defs += [m for m in top.node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    return [d.lineno for d in defs if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
+    spelled = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+    return [d.lineno for d in defs if _may_spell(spelled, index.lines[_start_line(d) - 1:d.end_lineno])
+            and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
+
+
+def _may_spell(spelled: re.Pattern, lines: list) -> bool:
+    """Can a definition of these lines read one of the names? Its text must spell one first: a regex over
+    it spares the walk of every definition of a file of thousands (a 5 MB file's engine: 9.4 s to 5.0 s).
+    Non-ASCII text may spell a name Python normalises (NFKC): only the walk answers there."""
+    text = "\n".join(lines)
+    return not text.isascii() or spelled.search(text) is not None
+
+
+def _start_line(definition) -> int:
+    """The first line of a definition, its decorators' included."""
+    return min([definition.lineno, *(decorator.lineno for decorator in definition.decorator_list)])
 
 
 _IMPORT = -1  # the key of a module-level import statement's line
