@@ -1253,3 +1253,32 @@ def test_an_attribute_placed_under_a_flag_is_unplaced_where_a_method_tests_the_s
 ])
 def test_an_attribute_placed_under_a_flag_stays_placed_where_nothing_ties_the_paths(change):
     assert codes(_FLAGGED.replace(*change)) != []
+
+
+_BATCH_LOOP = '''\
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+loader = torch.utils.data.DataLoader(data, batch_size=4)
+
+
+def run():
+    for batch in loader:
+        batch.to_torch_(device)
+        out = model(batch.src)
+'''
+
+
+@pytest.mark.parametrize("move", [
+    "batch.to_torch_(device)", "batch.to(device)", "batch.cuda()", "batch.to(args.device)", "batch.send(dev=device)",
+])
+def test_a_batch_moved_by_its_own_method_holds_elements_that_may_be_placed(move):
+    assert codes(_BATCH_LOOP.replace("batch.to_torch_(device)", move)) == []
+
+
+@pytest.mark.parametrize("move", [
+    "batch.to(torch.float16)", 'batch.to("cpu")', "batch.pin_memory()", "print(batch)",
+    # an element read before the move is the CPU tensor still
+    "src = batch.src\n        batch.to(device)\n        out = model(src)\n        out = model(batch.src)",
+])
+def test_a_batch_not_moved_by_its_method_still_leaves_its_elements_behind(move):
+    assert codes(_BATCH_LOOP.replace("batch.to_torch_(device)", move)) != []

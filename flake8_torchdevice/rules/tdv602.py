@@ -7,18 +7,22 @@ from ..rule import DEFINITION, Rule
 
 
 class LoaderSiblingNotMoved(FlowReports, Rule):
-    r"""**On by default.** Precision on held-out user code: 2 of 8 judged findings (and 1 deliberate) over the
-    held-out batches v2-v71 with the rules of 2026-12-03, session of 08:18, post-hoc: a loader another module built
-    and this file imports, and a loop where a default device is set, show no CPU batch (8 false findings gone: v63's
-    7, one project's imported loaders, and v71's first read, 0 of 1; none right lost); 2 of 15 judged findings (and
-    1 deliberate) over the held-out batches v2-v67 with the rules of 2026-12-03, session of 05:44 (v67's first read
-    0 of 2: a notebook that moves every sample to the device while building the dataset list its loaders wrap; v63's
-    first read 2 of 10: true, a quickstart copy's loops that never move `X` to the model's device; false, eight
-    loops of one project over loaders it imports from its `Data.py`, which moves whole datasets to the device before
-    wrapping them: where a loader is built the file does not show); 0 of 3 over the held-out batches v2-v47, its
-    only findings on the corpus then (v47's first read: one project's crop coordinates, read only as Python slice
-    bounds, handed to its model beside moved images; docs/precision.md). Its recall fixes (docs/recall.md) are where
-    it is right: batches whose labels or inputs a loop forgot to move.
+    r"""**On by default.** Precision on held-out user code: 2 of 9 judged findings (and 1 deliberate) over the held-out
+    batches v2-v95 with the rules of 2026-12-04, session of 23:12, post-hoc: a loader batch handed to one of its own
+    methods with a device (`batch.to_torch_(device)`) may hold placed elements from there on (7 false findings of v95's
+    tutorial gone, nothing else on the 55 projects holding a flow label; v95's first read 0 of 8, the eighth an element
+    read before the move); 2 of 8 judged findings (and 1 deliberate) over the held-out batches v2-v71 with the rules of
+    2026-12-03, session of 08:18, post-hoc: a loader another module built and this file imports, and a loop where a
+    default device is set, show no CPU batch (8 false findings gone: v63's 7, one project's imported loaders, and v71's
+    first read, 0 of 1; none right lost); 2 of 15 judged findings (and 1 deliberate) over the held-out batches v2-v67
+    with the rules of 2026-12-03, session of 05:44 (v67's first read 0 of 2: a notebook that moves every sample to the
+    device while building the dataset list its loaders wrap; v63's first read 2 of 10: true, a quickstart copy's loops
+    that never move `X` to the model's device; false, eight loops of one project over loaders it imports from its
+    `Data.py`, which moves whole datasets to the device before wrapping them: where a loader is built the file does not
+    show); 0 of 3 over the held-out batches v2-v47, its only findings on the corpus then (v47's first read: one
+    project's crop coordinates, read only as Python slice bounds, handed to its model beside moved images;
+    docs/precision.md). Its recall fixes (docs/recall.md) are where it is right: batches whose labels or inputs a loop
+    forgot to move.
 
     ## What it does
     In a loop over a data loader (`for x, y in loader`, `for i, (x, y) in enumerate(loader)`,
@@ -69,6 +73,9 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       module's code does not fill with it, is still read);
     - loops where no element is moved (a CPU loop, or one where the framework moves the batch: `accelerator.prepare`,
       `fabric.setup_dataloaders`, Lightning's `training_step`);
+    - elements read after the batch is handed to one of its own methods with a device that may be CUDA
+      (`batch.to_torch_(device)`, a container's in-place `batch.to(device)` as PyG's `Data.to` is, `batch.cuda()`):
+      it may hold placed tensors from there on (an element read before it is still the CPU tensor);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose
       placement the code does not prove, or kept on the CPU on purpose (`lengths`);
     - elements passed to a model wrapped in `nn.DataParallel` or built around one (`TSN(batch_size,

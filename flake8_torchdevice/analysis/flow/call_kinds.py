@@ -9,7 +9,8 @@ from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..device_helpers import keeps_device, parameters_given
 from ..still_modules import function_moves
-from .values import INPUT, PLACED, SIBLING, Value
+from ..devices import is_device_name
+from .values import DEVICE, INPUT, PLACED, SIBLING, Value
 from .words import (
     CPU_ON_PURPOSE, IMAGE_TO_TENSOR_CLASSES, IMAGE_TO_TENSOR_FUNCTIONS, KEEPING_METHODS, PLOT_METHODS,
 )
@@ -160,3 +161,18 @@ def helper_result(names, call: cst.Call, args: list) -> Optional[Value]:
         return None
     param = any(value is not None and (value.param or value.kind == INPUT) for _, value in args)
     return Value(PLACED, f"{call.func.value}(...)", param=param)
+
+
+def moves_its_contents(call: cst.Call, method: str, args: list) -> bool:
+    """``batch.to_torch_(device)``, ``data.to(device)``, ``batch.cuda()``: a loader batch's own method
+    handed a device that may be CUDA (or named CUDA): it may move what the container holds in place
+    (PyG's ``Data.to``, a project's batch class)."""
+    if method == "cuda":
+        return True
+    for arg, value in zip(call.args, args):
+        if value is not None and value.kind == DEVICE:
+            if not value.zero:
+                return True
+        elif is_device_name(arg.value):
+            return True
+    return False

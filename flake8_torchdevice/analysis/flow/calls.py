@@ -13,7 +13,7 @@ from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
 from .arrays import array_rank
 from .call_kinds import (
     GRADIENT_FUNCTIONS, batch_helper, ctc_shaped, device_check_off, forced_numpy, is_ctc, is_numpy_array, is_plot,
-    keeps_zero_dim, module_attribute, names_a_loss, on_purpose, reads_as_array, image_to_tensor,
+    keeps_zero_dim, module_attribute, moves_its_contents, names_a_loss, on_purpose, reads_as_array, image_to_tensor,
     tokenized, helper_result,
 )
 from .facts import key_of
@@ -223,6 +223,8 @@ class Calls:
         ):
             return Value(FRAMEWORK, call)
         if receiver is not None and receiver.kind == BATCH:
+            if isinstance(func.value, cst.Name) and moves_its_contents(call, method, args):
+                env.pop(func.value.value, None)  # its elements may be on the device from here on
             return None  # batch.to(device) may move a container in place
         if method in ("to", "cuda"):
             if receiver is not None and receiver.kind == LOSS and receiver.empty:
