@@ -19,6 +19,11 @@ def ast_dotted_name(expr: ast.expr) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def ast_self_attribute(node: ast.AST) -> bool:
+    """``self.<attr>`` in an ``ast`` tree (a method's first parameter spelled ``self``)."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
 def ast_parameters(function: ast.AST, *, skip_self: bool = False, starred: bool = False) -> set:
     """The names of a ``def``'s parameters: positional and keyword-only, the first positional left out for a method's
     ``self`` (``skip_self``), ``*args`` and ``**kwargs`` added where ``starred``."""

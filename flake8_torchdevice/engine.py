@@ -323,7 +323,7 @@ def _definitions_reading(index: StatementIndex, names: set) -> list[int]:
         elif isinstance(top.node, ast.ClassDef):
             defs += [m for m in top.node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
     spelled = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
-    return [d.lineno for d in defs if _may_spell(spelled, index.lines[_start_line(d) - 1:d.end_lineno])
+    return [d.lineno for d in defs if _may_spell(spelled, index.lines[statement_start(d) - 1:d.end_lineno])
             and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(d))]
 
 
@@ -333,11 +333,6 @@ def _may_spell(spelled: re.Pattern, lines: list) -> bool:
     Non-ASCII text may spell a name Python normalises (NFKC): only the walk answers there."""
     text = "\n".join(lines)
     return not text.isascii() or spelled.search(text) is not None
-
-
-def _start_line(definition) -> int:
-    """The first line of a definition, its decorators' included."""
-    return min([definition.lineno, *(decorator.lineno for decorator in definition.decorator_list)])
 
 
 _IMPORT = -1  # the key of a module-level import statement's line

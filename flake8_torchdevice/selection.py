@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
 from .analysis.self_calls import self_call_graph
+from .ast_helpers import ast_self_attribute
 from .rule import CLASS, FUNCTION, STATEMENT
 
 # Module-level statements longer than this are parsed only for a word inside
@@ -161,13 +162,9 @@ def _init_of(node: ast.AST) -> Optional[ast.FunctionDef]:
 
 def _readers_of_init(node: ast.ClassDef) -> list[int]:
     setup = _init_of(node)
-    bound = {n.attr for n in ast.walk(setup) if _self_attribute(n) and isinstance(n.ctx, ast.Store)}
+    bound = {n.attr for n in ast.walk(setup) if ast_self_attribute(n) and isinstance(n.ctx, ast.Store)}
     return [m.lineno for m in node.body if isinstance(m, _FUNCTIONS) and m is not setup
-            and any(_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
-
-
-def _self_attribute(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+            and any(ast_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:

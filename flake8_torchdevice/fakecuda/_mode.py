@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from torch._C._nn import _parse_to
 from torch.overrides import TorchFunctionMode
 
 from . import _errors
@@ -37,7 +38,9 @@ class FakeCudaMode(TorchFunctionMode):
             return special(self.state, func, args, kwargs)
         if kwargs.get("device") is None and self.state.default is not None and func in _constructors():
             return _created(self.state, func, args, {**kwargs, "device": self.state.default})  # device=None too
-        if "device" in kwargs and func is not _parse_to():  # ``module.to(device=...)`` parses, makes nothing
+        # ``Module.to`` reads its arguments with ``_parse_to(device=...)``, which makes nothing: answered with the
+        # CPU as a factory would be, it would leave the module's tensors there.
+        if "device" in kwargs and func is not _parse_to:
             return _created(self.state, func, args, kwargs)
         if func in SAME_AS_SELF:
             target = device_of(args[0])
@@ -50,15 +53,6 @@ class FakeCudaMode(TorchFunctionMode):
             else:
                 tag_outputs(out, target)
         return out
-
-
-@lru_cache(maxsize=1)
-def _parse_to():
-    """What ``Module.to`` reads its arguments with: given ``device=``, it answers that device
-    (made on the CPU, it would answer the CPU and leave the module's tensors there)."""
-    from torch._C._nn import _parse_to
-
-    return _parse_to
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ import re
 from typing import Optional
 
 from ..._lazy import cst
-from ...ast_helpers import ast_dotted_name
+from ...ast_helpers import ast_dotted_name, ast_self_attribute
 from ..code import code_of
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
 
@@ -190,9 +190,7 @@ def numpy_rebound(names, cls: "cst.ClassDef") -> frozenset:
             continue
         if not (names.resolve_dotted(ast_dotted_name(node.value.func) or "") or "").startswith("numpy."):
             continue
-        rebound.update(SELF + target.attr for target in node.targets
-                       if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                       and target.value.id == "self")
+        rebound.update(SELF + target.attr for target in node.targets if ast_self_attribute(target))
     return frozenset(rebound)
 
 

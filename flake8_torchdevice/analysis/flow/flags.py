@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Optional
 
 from ..._lazy import cst
+from ...ast_helpers import ast_self_attribute
 from ..code import layout_free, subtree
 from .facts import SELF
 from .values import MOVED, PLACED
@@ -65,8 +66,7 @@ def stable_attributes(names, cls: "cst.ClassDef") -> frozenset:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(method):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) \
-                    and isinstance(node.value, ast.Name) and node.value.id == "self":
+            if ast_self_attribute(node) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 where.setdefault(node.attr, []).append(method.name)
     return frozenset(attr for attr, methods in where.items() if methods == ["__init__"])
 
