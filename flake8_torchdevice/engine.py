@@ -39,7 +39,8 @@ from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_fr
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
 from .selection import (
-    CONTEXT, Hit, StatementIndex, compact, init_readers, lines_to_keep, self_call_partners, statement_start,
+    CONTEXT, Hit, StatementIndex, call_partners, compact, init_readers, lines_to_keep, self_call_partners,
+    statement_start,
 )
 
 LOG = logging.getLogger("flake8_torchdevice")
@@ -267,7 +268,8 @@ def _rule_hits(scan: _Scan, rule, index: StatementIndex) -> list[tuple[int, str]
     if rule.TOGETHER == DEFINITION:
         hits = _definition_hits(located, needed, rule.SCOPE, index)
         lines = [line for line, _ in hits]
-        partners = self_call_partners(index, lines, scan.follows_self_calls) + init_readers(index, lines)
+        partners = self_call_partners(index, lines, scan.follows_self_calls) + init_readers(index, lines) \
+            + call_partners(index, lines)
         return hits + [(line, rule.SCOPE) for line in partners]
     by_unit: dict = {}
     for line, number in located:

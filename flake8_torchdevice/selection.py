@@ -31,6 +31,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
+from .analysis.function_calls import callers_of, function_call_graph
 from .analysis.self_calls import self_call_graph
 from .ast_helpers import ast_self_attribute
 from .rule import CLASS, FUNCTION, STATEMENT
@@ -81,6 +82,7 @@ class StatementIndex:
         self.docstring_lines = _docstring_lines(tree)
         self._self_calls: dict = {}
         self._init_readers: dict = {}
+        self._function_calls: Optional[dict] = None
 
     def self_calls(self, node: ast.ClassDef) -> dict:
         """``analysis.self_calls.self_call_graph`` of a top-level class, once per file."""
@@ -88,6 +90,12 @@ class StatementIndex:
         if graph is None:
             graph = self._self_calls[id(node)] = self_call_graph(node, self.lines)
         return graph
+
+    def function_calls(self) -> dict:
+        """``analysis.function_calls.function_call_graph`` of the module, once per file."""
+        if self._function_calls is None:
+            self._function_calls = function_call_graph([member.node for member in self.top], self.lines)
+        return self._function_calls
 
     def readers_of_init(self, node: ast.ClassDef) -> list[int]:
         """The def lines of the methods of a top-level class, but ``__init__``, that read an
@@ -137,6 +145,24 @@ def self_call_partners(index: StatementIndex, lines: list, follows) -> list[int]
                 frontier.append(other)
         found += [methods[name].lineno for name in group - kept]
     return found
+
+
+def call_partners(index: StatementIndex, lines: list) -> list[int]:
+    """The ``def`` line of each top-level function that calls by name, or is called by, a top-level
+    function holding one of ``lines`` (``analysis.function_calls.function_call_graph``): the device flow
+    reads what a caller hands a function (``flow/callers.py``), so the linked group is kept."""
+    functions = {m.node.name: m for m in index.top if isinstance(m.node, _FUNCTIONS)}
+    kept = {name for name, m in functions.items() if any(m.start <= line <= m.end for line in lines)}
+    if not kept:
+        return []
+    graph = index.function_calls()
+    group, frontier = set(kept), list(kept)
+    while frontier:
+        name = frontier.pop()
+        for other in (graph.get(name, frozenset()) | set(callers_of(graph, name))) - group:
+            group.add(other)
+            frontier.append(other)
+    return [functions[name].node.lineno for name in group - kept if name in functions]
 
 
 def init_readers(index: StatementIndex, lines: list) -> list[int]:

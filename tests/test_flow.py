@@ -181,6 +181,54 @@ def test_module_code_gives_a_top_level_function_its_placed_arguments(call, found
     assert codes(source) == found
 
 
+_SUMMARIZE = "def summarize(model):\n    dummy = torch.randn(1, 8)\n    return model(dummy)\n\n\n"
+
+
+@pytest.mark.parametrize(
+    "caller, found",
+    [
+        ("def main():\n    model = nn.Linear(8, 3).cuda()\n    summarize(model)\n", [("TDV601", 6)]),
+        ("def main():\n    model = nn.Linear(8, 3).cuda()\n    print(summarize(model=model))\n", [("TDV601", 6)]),
+        # what it hands is not placed, or it moves nothing itself: not followed
+        ("def main():\n    model = nn.Linear(8, 3)\n    summarize(model)\n", []),
+        ("def main(model):\n    summarize(model)\n", []),
+        # ``summarize`` defined twice: which one the call runs is not read
+        ("def main():\n    summarize(nn.Linear(8, 3).cuda())\n\n\n" + _SUMMARIZE, []),
+        # functions that call each other: each is walked once, nothing is lost or invented
+        ("def main(n=1):\n    model = nn.Linear(8, 3).cuda()\n    summarize(model)\n    if n:\n        again(n)\n\n\n"
+         "def again(n):\n    x = torch.zeros(2).cuda()\n    main(x)\n", [("TDV601", 6)]),
+    ],
+)
+def test_a_function_gives_another_top_level_function_its_placed_arguments(caller, found):
+    # ``main()`` placing a model and calling ``summarize(model)``: on a GPU machine that call runs,
+    # as module code's call does (the test above).
+    assert codes(_SUMMARIZE + caller) == found
+
+
+def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
+    # The ImageNet example: ``model.features = nn.DataParallel(model.features); model.cuda()``
+    # scatters a CPU input to the GPUs as a wrapped model does, in the function that wraps it
+    # and in the one it hands the model to.
+    train = (
+        "def train(loader, model):\n    for images, target in loader:\n        target = target.cuda()\n"
+        "        out = model(images)\n\n\n"
+    )
+    main = "def main(loader):\n    model = Net()\n{wrap}    model.cuda()\n    train(loader, model)\n"
+    wrapped = "    model.features = nn.DataParallel(model.features)\n"
+    assert codes(train + main.format(wrap=wrapped)) == []
+    assert codes(train + main.format(wrap="")) == [("TDV602", 7)]
+
+
+@pytest.mark.parametrize("element, found", [("data_info", []), ("file_names", []), ("mask", [("TDV602", 7)])])
+def test_a_batchs_metadata_handed_to_a_placed_model_is_no_tensor(element, found):
+    # ``model(data_in, data_info)``: a model may take the batch's file names beside its tensors.
+    source = (
+        f"def run(loader):\n    model = nn.Linear(4, 2).cuda()\n    for data_in, {element} in loader:\n"
+        f"        model(data_in.cuda(), {element})\n"
+    )
+    assert codes(source) == found
+
+
 def test_a_move_back_under_the_guard_that_placed_it_is_on_the_cpu():
     source = (
         "def f(model, x, use_gpu):\n    if use_gpu:\n        model, x = model.cuda(), x.cuda()\n"

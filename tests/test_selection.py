@@ -351,6 +351,18 @@ def test_a_method_without_words_reading_init_facts_is_kept_for_the_flow(made):
     assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(line, 15, "TDV601")]
 
 
+def test_a_function_called_by_another_that_places_is_kept_with_it():
+    # ``summarize`` meets what ``main`` hands it (flow/callers.py): neither holds every word TDV601
+    # needs, yet run alone the rule must parse both, as the whole-file run does.
+    source = (
+        "import torch\nfrom torch import nn\n\n\ndef summarize(model):\n    dummy = torch.randn(1, 8)\n"
+        "    return model(dummy).shape\n\n\ndef main():\n    model = nn.Linear(8, 3).to(\"cuda\")\n"
+        "    print(summarize(model))\n"
+    )
+    assert differences(source) == []
+    assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(7, 11, "TDV601")]
+
+
 def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
     # ``torch = kwargs["torch"]`` in one function made every later ``torch.*``
     # unknown, but only when that function was parsed: selection decided.

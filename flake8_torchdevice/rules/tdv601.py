@@ -38,7 +38,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     (a model placed at module level or in the `if __name__ == "__main__":` block; not a name some
     function declares `global`, which it may rebind), a
     top-level function what the module's own calls give it (`summarize(model)` after
-    `model = Net().to(device)`: its parameter `model` is placed), a method what its
+    `model = Net().to(device)`: its parameter `model` is placed) and what another top-level function
+    that moves something gives it (`main()` placing the model and calling `train(model, loader)`), a method what its
     class's `__init__` proves of `self.x` (`self.model = Net().to(device)`; also an attribute it makes
     on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not
     exist on the other), what another method
@@ -141,14 +142,16 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - a torch.nn loss built from literals and then moved (`criterion = nn.CrossEntropyLoss().cuda()`): it holds no
       tensor, so its inputs meet each other, not the loss (a loss given a `weight` tensor holds it and is placed);
     - a module wrapped in `nn.DataParallel`, which scatters a forward's inputs to its devices (a CPU input is
-      moved for it), and a module built around one (`TSN(batch_size, nn.DataParallel(net)).cuda()`), whose forward
-      hands its input to the wrapper;
+      moved for it), a module built around one (`TSN(batch_size, nn.DataParallel(net)).cuda()`), whose forward
+      hands its input to the wrapper, and one whose submodule is wrapped (`model.features =
+      nn.DataParallel(model.features)`);
     - modules of classes defined in the same file whose code may move what it gets: code (or a same-file class or
       function it names) that calls `.to` / `.type` or names a device (`self.device`, `use_cuda`, `to_device`), or
       a base from another library; a class built only from `torch.nn` bases whose code names no move is followed;
       a class that keeps a module its `__init__` is given and calls it (`self.model = model`, then
       `self.model(x)`), which runs where that module is;
-      arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`);
+      arguments kept on the CPU on purpose (`lengths` for `pack_padded_sequence`) or named as a batch's metadata
+      (`data_info`, `file_names`, `paths`);
     - a factory without `device=` after `torch.set_default_device(...)` (or
       `set_default_tensor_type`) in the same scope, or anywhere in a function of a module
       whose own code sets one (`if args.cuda: torch.set_default_tensor_type(

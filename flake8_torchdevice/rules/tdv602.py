@@ -77,9 +77,12 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       (`batch.to_torch_(device)`, a container's in-place `batch.to(device)` as PyG's `Data.to` is, `batch.cuda()`):
       it may hold placed tensors from there on (an element read before it is still the CPU tensor);
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose
-      placement the code does not prove, or kept on the CPU on purpose (`lengths`);
+      placement the code does not prove, kept on the CPU on purpose (`lengths`), or named as a batch's
+      metadata (`model(data_in, data_info)`, `file_names`, `paths`);
     - elements passed to a model wrapped in `nn.DataParallel` or built around one (`TSN(batch_size,
-      nn.DataParallel(net)).cuda()`): the wrapper scatters a CPU batch to its devices itself;
+      nn.DataParallel(net)).cuda()`), or whose submodule is wrapped (`model.features =
+      nn.DataParallel(model.features)`, the ImageNet example's VGG): the wrapper scatters a CPU batch to its
+      devices itself;
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`), or
       key by key: a store rebinds the element (`batch["x"] = batch["x"].to(device)`; a computed key, `for k, v in
       batch.items(): batch[k] = to_var(v)`, rebinds every element);

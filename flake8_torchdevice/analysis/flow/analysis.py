@@ -12,6 +12,7 @@ from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound
 from .flags import lasting
 from .layers import Layers
 from .loops import Loops
+from .callers import given_by_callers
 from .methods import given_by_siblings, returned_by
 from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
@@ -145,10 +146,16 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.scope = node.name.value if function else None  # the function's name
         self.cls = facts.classes.get(id(node)) if function else None  # a method's class
         self.partial = False  # a sibling method that calls this one was busy: its facts are missing
+        # A top-level function: what other top-level functions hand it is read (flow/callers.py).
+        self.top_level = function and facts.functions.get(node.name.value) is node
         if self.cls is not None:
             given, self.partial = given_by_siblings(context, node, self.cls, flow_of)
-            for param, value in given.items():
-                self.given.setdefault(param, value)
+        elif self.top_level:
+            given, self.partial = given_by_callers(context, node, flow_of)
+        else:
+            given = {}
+        for param, value in given.items():
+            self.given.setdefault(param, value)
         if function and _lightning_step(node, facts, context.names):
             batch = Value(PLACED, "batch", param=True)
             batch.spread = True  # ``x, y = batch``: the Trainer moved every part

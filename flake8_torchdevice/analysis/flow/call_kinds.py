@@ -133,7 +133,8 @@ def is_plot(func, qualified: str, names) -> bool:
 
 
 def on_purpose(arg: cst.Arg) -> bool:
-    """``lengths`` for ``pack_padded_sequence``: kept on the CPU on purpose."""
+    """``lengths`` for ``pack_padded_sequence``: kept on the CPU on purpose; ``data_info`` /
+    ``file_names`` beside a model's tensors: a batch's metadata, no tensor."""
     words = [arg.keyword.value if arg.keyword is not None else "", code_of(arg.value)]
     return any(w in word.lower() for word in words for w in CPU_ON_PURPOSE)
 

@@ -120,10 +120,10 @@ class Calls:
         args = [(arg, self.ev(arg.value, env)) for arg in call.args]
         if self.index is not None and isinstance(call.func, cst.Name):
             self.note_foreign_call(call, env)
-        if self.index is not None and isinstance(call.func, cst.Name) and any(
+        if (self.index is not None or self.top_level) and isinstance(call.func, cst.Name) and any(
             v is not None and v.kind in (PLACED, MOVED) for _, v in args
         ):
-            self.flow.calls.append((call.func.value, args))  # module code's ``evaluate(model, loader)``
+            self.flow.calls.append((call.func.value, args))  # ``evaluate(model, loader)`` (flow/callers.py too)
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None

@@ -11,7 +11,8 @@ from .arrays import converts_stored
 from .facts import key_of
 from .statements import cpu_only_test, cuda_test
 from .values import (
-    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, NUMPY, Meet, PLACED, SIBLING, Value, combined, either,
+    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, MOVED, NUMPY, OBJECT, Meet, PLACED, SIBLING, Value, combined,
+    either,
 )
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
@@ -43,7 +44,21 @@ class Expressions:
         else:
             if isinstance(target, cst.Subscript):
                 self.store_element(target, value, env)
+            elif isinstance(target, cst.Attribute) and value is not None and value.scatters:
+                self.scatters_through(target.value, env)
             self.ev(target, env)  # a[i] = v / self.x = v: evaluate the parts
+
+    def scatters_through(self, owner, env: dict) -> None:
+        """``model.features = nn.DataParallel(model.features)`` (torchvision's VGG and AlexNet in the
+        ImageNet example): the forward hands its input to that wrapper first, which scatters it, so
+        the model takes a CPU input as a wrapped one does."""
+        key = key_of(owner)
+        if key is None:
+            return
+        known = env.get(key)
+        wrapper = known.derived() if known is not None and known.kind in (PLACED, MOVED) else Value(OBJECT, owner)
+        wrapper.scatters = True
+        env[key] = wrapper
 
     def store_element(self, target: "cst.Subscript", value: Optional[Value], env: dict) -> None:
         """``x[k] = v``, the one reading of a store into an element. Into a loader's batch

@@ -132,6 +132,7 @@ class Statements:
                 if result is not None and result.kind == PLACED:
                     env[name] = Value(MOVED, name, local=bool(before and before.local),
                                       param=bool(before and before.param))
+                    env[name].scatters = bool(before and before.scatters)  # a wrapper moved in place still scatters
                 elif result is not None and result.kind == CPU:
                     env.pop(name, None)
             return

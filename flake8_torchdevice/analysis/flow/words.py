@@ -113,8 +113,9 @@ PLOT_METHODS = frozenset(
 PLOT_WORDS = frozenset("." + name + "(" for name in PLOT_METHODS)
 # Calls whose results a framework places (Accelerate, Fabric).
 FRAMEWORK_CALLS = frozenset("prepare prepare_data_loader setup_dataloaders setup prepare_model".split())
-# Arguments kept on the CPU on purpose (pack_padded_sequence lengths).
-CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes")
+# Arguments kept on the CPU on purpose (pack_padded_sequence lengths), or named as a batch's
+# metadata a model is handed beside its tensors (``model(data_in, data_info)``: file names, paths).
+CPU_ON_PURPOSE = ("len", "length", "lens", "seq_len", "sizes", "info", "meta", "name", "path")
 # What data loaders are called: a loop over one of these names (or over
 # ``DataLoader(...)``) is a loop over CPU batches.
 LOADER_WORDS = frozenset(

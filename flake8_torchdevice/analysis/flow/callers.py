@@ -1,0 +1,42 @@
+"""Facts that cross from one top-level function to another it calls by name.
+
+``main()`` places a model and calls ``train(model, data)``: ``train``'s ``model`` is placed on a GPU
+machine, as it is when module code makes the call (``FileFacts.note_calls``). Followed: the edges of
+``analysis.function_calls.function_call_graph`` (a function that moves something, calling another
+with an argument); the engine's selection keeps every function such edges link to a kept one
+(``selection.call_partners``), so these facts never depend on what it kept.
+"""
+
+from __future__ import annotations
+
+from ..function_calls import callers_of, function_call_graph
+from .facts import placed_arguments
+
+
+def given_by_callers(context, node, flow_of) -> tuple:
+    """{param: Value} for each parameter of the top-level function ``node`` that another top-level
+    function calls it with a placed value, and whether a caller was left out because it is being
+    walked itself (functions that call each other)."""
+    facts = context._flow_facts
+    name = node.name.value
+    given: dict = {}
+    partial = False
+    for caller_name in callers_of(_graph(context), name):
+        caller = facts.functions.get(caller_name)
+        if caller is None or caller is node:
+            continue
+        if id(caller) in context.__dict__.get("_flow_busy", ()):
+            partial = True
+            continue
+        for called, args in flow_of(context, caller).calls:
+            if called == name:
+                for param, value in placed_arguments(node.params, args).items():
+                    given.setdefault(param, value)
+    return given, partial
+
+
+def _graph(context) -> dict:
+    graphs = context.names.facts
+    if "function_calls" not in graphs:
+        graphs["function_calls"] = function_call_graph(context.names.module_body, context.source.split("\n"))
+    return graphs["function_calls"]

@@ -1,0 +1,46 @@
+"""Which top-level functions of a file call which others by name, handing them an argument.
+
+``main()`` builds a placed model and calls ``train(model, loader, criterion)``: on a GPU machine
+``train``'s ``model`` is placed, as when module code makes that call (``flow/facts.py``). The
+device flow reads what such a caller hands a function (``flow/callers.py``) and the engine's
+selection keeps the linked functions together (``selection.call_partners``): both read this one
+graph, built from each function's source text as ``self_calls.self_call_graph`` is (a call in a
+comment or a string links two functions too, which only keeps a function more).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .self_calls import _GAP, _MOVE
+
+# ``name(`` followed by an argument, not an attribute's call (``self.train(x)``, ``np.save(a)``); the
+# argument is looked at, not taken, so ``print(summarize(model))`` finds both calls.
+_CALL = re.compile(rf"(?<![\w.])(\w+){_GAP}\((?={_GAP}[^)\s\\#])")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def function_call_graph(body: list, lines: list) -> dict:
+    """{top-level function name: the names of the other top-level functions it calls with an
+    argument, if it moves something itself (``.to(`` / ``.cuda(``)}, of a module's ``ast`` ``body``;
+    ``lines`` are the file's lines.
+    A name defined twice at the top level links nothing: which definition runs is not read."""
+    functions = [s for s in body if isinstance(s, _FUNCTIONS)]
+    counts: dict = {}
+    for function in functions:
+        counts[function.name] = counts.get(function.name, 0) + 1
+    names = {name for name, count in counts.items() if count == 1}
+    graph: dict = {}
+    for function in functions:
+        if function.name not in names:
+            continue
+        text = "\n".join(lines[function.lineno - 1:function.end_lineno])
+        moves = _MOVE.search(text) is not None
+        graph[function.name] = frozenset(set(_CALL.findall(text)) & names - {function.name}) if moves else frozenset()
+    return graph
+
+
+def callers_of(graph: dict, name: str) -> list:
+    """The functions of ``graph`` that call ``name``."""
+    return [caller for caller, called in graph.items() if name in called]
