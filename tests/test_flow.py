@@ -205,6 +205,31 @@ def test_a_function_gives_another_top_level_function_its_placed_arguments(caller
     assert codes(_SUMMARIZE + caller) == found
 
 
+_TRAIN = "def train(model, x, criterion):\n    return criterion(model(x), x)\n\n\n"
+_MAIN = (
+    "def main(x):\n    model = nn.Linear(4, 4).cuda()\n    criterion = nn.MSELoss(weight=torch.ones(4))\n"
+    "    {call}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "call, after, found",
+    [
+        ("train(model, x.cuda(), criterion)", "", [("TDV601", 5)]),
+        # a second call may hand it other values: a CPU value is no fact of the function then
+        ("train(model, x.cuda(), criterion)", "\n\ntrain(nn.Linear(4, 4), torch.ones(4), nn.MSELoss())\n", []),
+        # the function handed on as a value (a callback) may run with anything
+        ("train(model, x.cuda(), criterion)", "\n\nhooks = [train]\n", []),
+        # no placed value handed: the call is not followed at all
+        ("train(nn.Linear(4, 4), x, criterion)", "", []),
+    ],
+)
+def test_the_only_call_of_a_function_gives_it_its_cpu_arguments_too(call, after, found):
+    # FluxGAT's shape: main() builds the loss around a CPU weight and hands it, with a placed
+    # model, to train(), once; that call is everything train() is ever given.
+    assert codes(_TRAIN + _MAIN.format(call=call) + after) == found
+
+
 def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
     # The ImageNet example: ``model.features = nn.DataParallel(model.features); model.cuda()``
     # scatters a CPU input to the GPUs as a wrapped model does, in the function that wraps it

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 
 from .self_calls import _GAP, _MOVE
 
@@ -44,3 +45,18 @@ def function_call_graph(body: list, lines: list) -> dict:
 def callers_of(graph: dict, name: str) -> list:
     """The functions of ``graph`` that call ``name``."""
     return [caller for caller, called in graph.items() if name in called]
+
+
+def sole_calls(body: list) -> frozenset:
+    """The top-level functions of a module's ``body`` whose name the file reads exactly once, as the
+    callee of a call: that one call runs them, so what it hands them, a CPU value included, is all
+    they are given (two calls may hand one a CPU tensor and the other a placed one)."""
+    functions = Counter(s.name for s in body if isinstance(s, _FUNCTIONS))
+    reads: Counter = Counter()
+    called: Counter = Counter()
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Name) and node.id in functions:
+            reads[node.id] += 1  # a call's callee, an argument (a callback), a rebinding
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+            called[node.func.id] += 1
+    return frozenset(name for name, count in functions.items() if count == 1 and reads[name] == 1 == called[name])

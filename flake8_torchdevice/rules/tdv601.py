@@ -39,7 +39,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     function declares `global`, which it may rebind), a
     top-level function what the module's own calls give it (`summarize(model)` after
     `model = Net().to(device)`: its parameter `model` is placed) and what another top-level function
-    that moves something gives it (`main()` placing the model and calling `train(model, loader)`), a method what its
+    that moves something gives it (`main()` placing the model and calling `train(model, loader)`; a CPU
+    value too where that call is the function's only one: `train(model, data, criterion)` handed a loss
+    built around a CPU `pos_weight`), a method what its
     class's `__init__` proves of `self.x` (`self.model = Net().to(device)`; also an attribute it makes
     on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not
     exist on the other), what another method

@@ -12,7 +12,7 @@ from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound
 from .flags import lasting
 from .layers import Layers
 from .loops import Loops
-from .callers import given_by_callers
+from .callers import given_by_callers, sole_call
 from .methods import given_by_siblings, returned_by
 from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
@@ -52,7 +52,7 @@ def start_file(context, module: "cst.Module") -> None:
         rebound = declared_global(context.source)  # a function may rebind them: not the module's facts
         facts.globals = {name: fact for name, fact in crossing(top.env).items() if name not in rebound}
         facts.default_device = top.default_device
-        facts.note_calls(top.calls)
+        facts.note_calls(top.calls, lambda name, args: sole_call(context, name, args))
         facts.note_foreign_calls(top.foreign_calls)
 
 

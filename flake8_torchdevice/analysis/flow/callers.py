@@ -9,8 +9,9 @@ with an argument); the engine's selection keeps every function such edges link t
 
 from __future__ import annotations
 
-from ..function_calls import callers_of, function_call_graph
+from ..function_calls import callers_of, function_call_graph, sole_calls
 from .facts import placed_arguments
+from .values import CPU
 
 
 def given_by_callers(context, node, flow_of) -> tuple:
@@ -30,9 +31,22 @@ def given_by_callers(context, node, flow_of) -> tuple:
             continue
         for called, args in flow_of(context, caller).calls:
             if called == name:
-                for param, value in placed_arguments(node.params, args).items():
+                for param, value in placed_arguments(node.params, args, cpu=sole_call(context, name, args)).items():
                     given.setdefault(param, value)
     return given, partial
+
+
+def sole_call(context, name: str, args: list) -> bool:
+    """Does this call, handing a CPU value among its arguments, run the top-level function ``name``
+    alone (``function_calls.sole_calls``)? Then the CPU values it hands are the function's too
+    (``main()`` building ``criterion = nn.BCEWithLogitsLoss(pos_weight=weight)`` on the CPU and
+    calling ``train(model, data, criterion)`` with a placed model and data, once)."""
+    if not any(value is not None and value.kind == CPU for _, value in args):
+        return False  # the file is read only where a CPU value is handed
+    facts = context.names.facts
+    if "sole_calls" not in facts:
+        facts["sole_calls"] = sole_calls(context.names.module_body)
+    return name in facts["sole_calls"]
 
 
 def _graph(context) -> dict:

@@ -62,15 +62,17 @@ class FileFacts:
         self.foreign_params: dict = {}  # top-level function -> its parameters module code gives such a loader
         self._collect(module.body)
 
-    def note_calls(self, calls: list) -> None:
+    def note_calls(self, calls: list, sole) -> None:
         """The module's calls of its own functions: a parameter given a placed value there is
-        placed in the function (on a GPU machine that call runs)."""
+        placed in the function (on a GPU machine that call runs); one given a CPU value is on the
+        CPU there when ``sole(name, args)`` says that call is the function's only one
+        (``flow/callers.sole_call``)."""
         for name, args in calls:
             function = self.functions.get(name)
             if function is None:
                 continue
             found = self.placed_params.setdefault(name, {})
-            for param, value in placed_arguments(function.params, args).items():
+            for param, value in placed_arguments(function.params, args, cpu=sole(name, args)).items():
                 found.setdefault(param, value)
 
     def note_foreign_calls(self, calls: list) -> None:
@@ -129,13 +131,15 @@ def imported_names(node) -> list:
     return out
 
 
-def placed_arguments(params: "cst.Parameters", args: list, first: int = 0) -> dict:
-    """{parameter: Value} for each ``(Arg, Value)`` of a call that hands a placed value, by the
-    parameter it binds; ``first`` positional parameters are bound already (a method's ``self``)."""
+def placed_arguments(params: "cst.Parameters", args: list, first: int = 0, cpu: bool = False) -> dict:
+    """{parameter: Value} for each ``(Arg, Value)`` of a call that hands a placed value (and, with
+    ``cpu``, a CPU one), by the parameter it binds; ``first`` positional parameters are bound already
+    (a method's ``self``)."""
+    kinds = (PLACED, MOVED, CPU) if cpu else (PLACED, MOVED)
     placed: dict = {}
     for index, (arg, value) in enumerate(args):
         param = _param_for(params, arg, index + first)
-        if param is not None and value is not None and value.kind in (PLACED, MOVED):
+        if param is not None and value is not None and value.kind in kinds:
             placed.setdefault(param, value.derived(label=param))
     return placed
 
