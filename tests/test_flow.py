@@ -230,6 +230,34 @@ def test_the_only_call_of_a_function_gives_it_its_cpu_arguments_too(call, after,
     assert codes(_TRAIN + _MAIN.format(call=call) + after) == found
 
 
+@pytest.mark.parametrize(
+    "helper, found",
+    [
+        ("def load(v):\n    return torch.tensor(v).unsqueeze(0)\n", [("TDV601", 11)]),
+        ("def load(v):\n    if v:\n        return torch.zeros(1, 4)\n    return torch.ones(1, 4)\n", [("TDV601", 13)]),
+        # one of its returns may be placed, or it returns what it is handed: no CPU result
+        ("def load(v):\n    if v:\n        return torch.zeros(1, 4).cuda()\n    return torch.ones(1, 4)\n", []),
+        ("def load(v):\n    return v\n", []),
+        # it may fall off its end (None is one of its results)
+        ("def load(v):\n    if v:\n        return torch.zeros(1, 4)\n", []),
+        # functions that call each other: each walk ends, nothing is invented
+        ("def load(v):\n    if v:\n        run(v)\n    return torch.zeros(1, 4)\n", [("TDV601", 13)]),
+    ],
+)
+def test_a_helper_whose_every_return_is_on_the_cpu_gives_a_cpu_value(helper, found):
+    # An inference script's ``load_image(path)`` returning ``TF.to_tensor(...)``: ``main()`` hands
+    # the model it placed what the helper made on the CPU.
+    caller = "\n\ndef run(v):\n    model = nn.Linear(4, 2).cuda()\n    x = load(v)\n    return model(x)\n"
+    assert codes(helper + caller) == found
+
+
+def test_a_helper_result_is_followed_only_from_a_caller_that_moves_something():
+    helper = "def load(v):\n    return torch.zeros(1, 4)\n\n\n"
+    assert codes(helper + "def run(model, v):\n    return model(load(v))\n") == []
+    # called without an argument: no edge of the graph either (``function_calls``)
+    assert codes(helper.replace("load(v)", "load()") + "def run():\n    return nn.Linear(4, 2).cuda()(load())\n") == []
+
+
 def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
     # The ImageNet example: ``model.features = nn.DataParallel(model.features); model.cuda()``
     # scatters a CPU input to the GPUs as a wrapped model does, in the function that wraps it

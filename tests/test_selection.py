@@ -363,6 +363,17 @@ def test_a_function_called_by_another_that_places_is_kept_with_it():
     assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(7, 11, "TDV601")]
 
 
+def test_a_helper_whose_cpu_result_a_caller_meets_is_kept_with_it():
+    # ``run`` meets what ``load`` returns (flow/callers.cpu_result): run alone, TDV601 must parse the
+    # helper as the whole-file run does.
+    source = (
+        "import torch\nfrom torch import nn\n\n\ndef load(v):\n    return torch.tensor(v).unsqueeze(0)\n\n\n"
+        "def run(v):\n    model = nn.Linear(4, 2).to(\"cuda\")\n    x = load(v)\n    return model(x)\n"
+    )
+    assert differences(source) == []
+    assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(12, 11, "TDV601")]
+
+
 def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
     # ``torch = kwargs["torch"]`` in one function made every later ``torch.*``
     # unknown, but only when that function was parsed: selection decided.

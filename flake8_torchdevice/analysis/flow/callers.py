@@ -54,3 +54,31 @@ def _graph(context) -> dict:
     if "function_calls" not in graphs:
         graphs["function_calls"] = function_call_graph(context.names.module_body, context.source.split("\n"))
     return graphs["function_calls"]
+
+
+def cpu_result(analysis, name: str):
+    """What ``name(...)``, a call of a top-level function of this file, gives the walk ``analysis`` of
+    another top-level function that calls it (an edge of the graph: the caller moves something, and
+    hands it an argument): a CPU value when every ``return`` of the function's own walk is one, whatever
+    it is handed (``def load_image(path): return TF.to_tensor(Image.open(path))``); else None."""
+    context = analysis.context
+    function = context._flow_facts.functions.get(name)
+    if function is None or not analysis.top_level or name not in _graph(context).get(analysis.scope, ()):
+        return None
+    cache = context.__dict__.setdefault("_cpu_results", {})
+    key = id(function)
+    if key not in cache:
+        busy = context.__dict__.setdefault("_flow_busy", set())
+        if key in busy:
+            # Asked while that function is walked (its walk reads what this caller hands it): this walk
+            # of the caller is not the final one, and is asked again (``flow_of``).
+            analysis.partial = True
+            return None
+        busy.add(key)
+        try:
+            returns = analysis.walk_with(context, function, {}).flow.returns
+        finally:
+            busy.discard(key)
+        cpu = bool(returns) and all(value is not None and value.kind == CPU for value in returns)
+        cache[key] = returns[0].derived(label=f"{name}(...)", zero=all(v.zero for v in returns)) if cpu else None
+    return cache[key]
