@@ -31,7 +31,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from .analysis.function_calls import callers_of, function_call_graph
+from .analysis.function_calls import MODULE, callers_of, function_call_graph
 from .analysis.self_calls import self_call_graph
 from .ast_helpers import ast_self_attribute
 from .rule import CLASS, FUNCTION, STATEMENT
@@ -148,11 +148,16 @@ def self_call_partners(index: StatementIndex, lines: list, follows) -> list[int]
 
 
 def call_partners(index: StatementIndex, lines: list) -> list[int]:
-    """The ``def`` line of each top-level function that calls by name, or is called by, a top-level
-    function holding one of ``lines`` (``analysis.function_calls.function_call_graph``): the device flow
-    reads what a caller hands a function (``flow/callers.py``), so the linked group is kept."""
+    """The first line of each top-level function that calls by name, or is called by, a top-level
+    function or module code holding one of ``lines`` (``analysis.function_calls.function_call_graph``,
+    whose node ``MODULE`` is module code: a line of it keeps all of it): the device flow reads what a
+    caller hands a function and what a function returns to it (``flow/callers.py``), so the linked
+    group is kept."""
     functions = {m.node.name: m for m in index.top if isinstance(m.node, _FUNCTIONS)}
+    statements = [m for m in index.top if not m.is_def]
     kept = {name for name, m in functions.items() if any(m.start <= line <= m.end for line in lines)}
+    if any(m.start <= line <= m.end for m in statements for line in lines):
+        kept.add(MODULE)
     if not kept:
         return []
     graph = index.function_calls()
@@ -162,7 +167,10 @@ def call_partners(index: StatementIndex, lines: list) -> list[int]:
         for other in (graph.get(name, frozenset()) | set(callers_of(graph, name))) - group:
             group.add(other)
             frontier.append(other)
-    return [functions[name].node.lineno for name in group - kept if name in functions]
+    found = [functions[name].node.lineno for name in group - kept if name in functions]
+    if MODULE in group - kept and statements:
+        found.append(statements[0].start)
+    return found
 
 
 def init_readers(index: StatementIndex, lines: list) -> list[int]:

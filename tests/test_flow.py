@@ -258,6 +258,24 @@ def test_a_helper_result_is_followed_only_from_a_caller_that_moves_something():
     assert codes(helper.replace("load(v)", "load()") + "def run():\n    return nn.Linear(4, 2).cuda()(load())\n") == []
 
 
+@pytest.mark.parametrize(
+    "before, found",
+    [
+        ("", [("TDV601", 11)]),
+        # module code set a default device first: the helper's factories follow it there
+        ("torch.set_default_device(device)\n", []),
+    ],
+)
+def test_module_code_meets_a_helpers_cpu_result(before, found):
+    # A notebook's ``batch = pad_batch(histories)`` fed to the model its module code placed.
+    source = (
+        "def pad_batch(h):\n    return torch.zeros(len(h), 4)\n\n\ndevice = torch.device('cuda')\n" + before +
+        "model = nn.Linear(4, 2).to(device)\nbatch = pad_batch([[1.0]])\nout = model(batch)\n"
+    )
+    found = [(code, line + bool(before)) for code, line in found]
+    assert codes(source) == found
+
+
 def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
     # The ImageNet example: ``model.features = nn.DataParallel(model.features); model.cuda()``
     # scatters a CPU input to the GPUs as a wrapped model does, in the function that wraps it

@@ -374,6 +374,15 @@ def test_a_helper_whose_cpu_result_a_caller_meets_is_kept_with_it():
     assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(12, 11, "TDV601")]
 
 
+def test_a_helper_whose_cpu_result_module_code_meets_is_kept_with_it():
+    source = (
+        "import torch\nfrom torch import nn\n\n\ndef pad(h):\n    return torch.zeros(len(h), 4)\n\n\n"
+        "model = nn.Linear(4, 2).to(\"cuda\")\nout = model(pad([[1.0]]))\n"
+    )
+    assert differences(source) == []
+    assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(10, 6, "TDV601")]
+
+
 def test_a_name_rebound_inside_a_function_changes_nothing_outside_it():
     # ``torch = kwargs["torch"]`` in one function made every later ``torch.*``
     # unknown, but only when that function was parsed: selection decided.

@@ -20,12 +20,14 @@ from .self_calls import _GAP, _MOVE
 # argument is looked at, not taken, so ``print(summarize(model))`` finds both calls.
 _CALL = re.compile(rf"(?<![\w.])(\w+){_GAP}\((?={_GAP}[^)\s\\#])")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The graph's node for module code (every top-level statement that is no definition): no function's name.
+MODULE = ""
 
 
 def function_call_graph(body: list, lines: list) -> dict:
     """{top-level function name: the names of the other top-level functions it calls with an
-    argument, if it moves something itself (``.to(`` / ``.cuda(``)}, of a module's ``ast`` ``body``;
-    ``lines`` are the file's lines.
+    argument, if it moves something itself (``.to(`` / ``.cuda(``)}, of a module's ``ast`` ``body``, and
+    the same for module code under ``MODULE``; ``lines`` are the file's lines.
     A name defined twice at the top level links nothing: which definition runs is not read."""
     functions = [s for s in body if isinstance(s, _FUNCTIONS)]
     counts: dict = {}
@@ -39,6 +41,9 @@ def function_call_graph(body: list, lines: list) -> dict:
         text = "\n".join(lines[function.lineno - 1:function.end_lineno])
         moves = _MOVE.search(text) is not None
         graph[function.name] = frozenset(set(_CALL.findall(text)) & names - {function.name}) if moves else frozenset()
+    statements = [s for s in body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))]
+    text = "\n".join("\n".join(lines[s.lineno - 1:s.end_lineno]) for s in statements)
+    graph[MODULE] = frozenset(set(_CALL.findall(text)) & names) if _MOVE.search(text) else frozenset()
     return graph
 
 

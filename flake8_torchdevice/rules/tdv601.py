@@ -41,8 +41,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     `model = Net().to(device)`: its parameter `model` is placed) and what another top-level function
     that moves something gives it (`main()` placing the model and calling `train(model, loader)`; a CPU
     value too where that call is the function's only one: `train(model, data, criterion)` handed a loss
-    built around a CPU `pos_weight`; and what such a function returns where every return of its own walk is on
-    the CPU: `x = load_input(path)` of a helper returning `TF.to_tensor(...)`), a method what its
+    built around a CPU `pos_weight`; and what such a function returns to it, or to module code that moves
+    something, where every return of its own walk is on the CPU: `x = load_input(path)` of a helper returning
+    `TF.to_tensor(...)`, a notebook's `batch = pad_batch(histories)`), a method what its
     class's `__init__` proves of `self.x` (`self.model = Net().to(device)`; also an attribute it makes
     on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not
     exist on the other), what another method

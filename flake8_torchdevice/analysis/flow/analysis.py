@@ -54,6 +54,7 @@ def start_file(context, module: "cst.Module") -> None:
         facts.default_device = top.default_device
         facts.note_calls(top.calls, lambda name, args: sole_call(context, name, args))
         facts.note_foreign_calls(top.foreign_calls)
+        facts.ready = True
 
 
 def _ends_in_return(method: "cst.FunctionDef") -> bool:

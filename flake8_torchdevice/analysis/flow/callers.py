@@ -9,7 +9,7 @@ with an argument); the engine's selection keeps every function such edges link t
 
 from __future__ import annotations
 
-from ..function_calls import callers_of, function_call_graph, sole_calls
+from ..function_calls import MODULE, callers_of, function_call_graph, sole_calls
 from .facts import placed_arguments
 from .values import CPU
 
@@ -19,6 +19,8 @@ def given_by_callers(context, node, flow_of) -> tuple:
     function calls it with a placed value, and whether a caller was left out because it is being
     walked itself (functions that call each other)."""
     facts = context._flow_facts
+    if not facts.ready:
+        return {}, True  # asked from module code's walk (``cpu_result``): the file's facts are not whole yet
     name = node.name.value
     given: dict = {}
     partial = False
@@ -58,14 +60,20 @@ def _graph(context) -> dict:
 
 def cpu_result(analysis, name: str):
     """What ``name(...)``, a call of a top-level function of this file, gives the walk ``analysis`` of
-    another top-level function that calls it (an edge of the graph: the caller moves something, and
-    hands it an argument): a CPU value when every ``return`` of the function's own walk is one, whatever
-    it is handed (``def load_image(path): return TF.to_tensor(Image.open(path))``); else None."""
+    another top-level function, or of module code, that calls it (an edge of the graph: the caller
+    moves something, and hands it an argument): a CPU value when every ``return`` of the function's
+    own walk is one, whatever it is handed (``def load_image(path): return TF.to_tensor(...)``)."""
     context = analysis.context
-    function = context._flow_facts.functions.get(name)
-    if function is None or not analysis.top_level or name not in _graph(context).get(analysis.scope, ()):
+    facts = context._flow_facts
+    function = facts.functions.get(name)
+    module = analysis.index is not None  # module code: ``x = load_input(path)`` in a script or a notebook
+    caller = MODULE if module else analysis.scope if analysis.top_level else None
+    if function is None or caller is None or name not in _graph(context).get(caller, ()):
         return None
-    cache = context.__dict__.setdefault("_cpu_results", {})
+    if analysis.default_device:
+        return None  # module code set a default device: the function's factories follow it
+    # Module code is walked before the file's facts are whole: its answers are not kept for later walks.
+    cache = context.__dict__.setdefault("_cpu_results", {}) if facts.ready else {}
     key = id(function)
     if key not in cache:
         busy = context.__dict__.setdefault("_flow_busy", set())

@@ -60,6 +60,7 @@ class FileFacts:
             for part in s.body if isinstance(part, cst.ImportFrom) for name in imported_names(part)
         )
         self.foreign_params: dict = {}  # top-level function -> its parameters module code gives such a loader
+        self.ready = False  # set once module code's walk has given the facts above (``start_file``)
         self._collect(module.body)
 
     def note_calls(self, calls: list, sole) -> None:
