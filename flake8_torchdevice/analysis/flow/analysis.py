@@ -117,7 +117,9 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
 
-    def __init__(self, context, node) -> None:
+    def __init__(self, context, node, handed: bool = True) -> None:
+        # ``handed``: read what callers and siblings hand the function (False: its parameters are unknown,
+        # for what it returns whatever it is given, ``flow/callers.cpu_result``).
         self.names = context.names
         self.is_test = context.is_test
         self.flow = Flow()
@@ -137,27 +139,28 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         # default device module code sets and the placed values it calls the function with.
         facts = context.__dict__.get("_flow_facts")
         function = facts is not None and isinstance(node, cst.FunctionDef)
+        handed = handed and function
         self.nccl = facts is not None and facts.nccl
         self.imported = facts.imported_objects if facts is not None else frozenset()
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
         # parameter name -> Value; a copy: FileFacts keeps the module's own per function
-        self.given: dict = dict(facts.given_to(node)) if function else {}
-        self.foreign.update(facts.foreign_given(node) if function else ())
+        self.given: dict = dict(facts.given_to(node)) if handed else {}
+        self.foreign.update(facts.foreign_given(node) if handed else ())
         self.context = context
         self.scope = node.name.value if function else None  # the function's name
         self.cls = facts.classes.get(id(node)) if function else None  # a method's class
         self.partial = False  # a sibling method that calls this one was busy: its facts are missing
         # A top-level function: what other top-level functions hand it is read (flow/callers.py).
         self.top_level = function and facts.functions.get(node.name.value) is node
-        if self.cls is not None:
+        if self.cls is not None and handed:
             given, self.partial = given_by_siblings(context, node, self.cls, flow_of)
-        elif self.top_level:
+        elif self.top_level and handed:
             given, self.partial = given_by_callers(context, node, flow_of)
         else:
             given = {}
         for param, value in given.items():
             self.given.setdefault(param, value)
-        if function and _lightning_step(node, facts, context.names):
+        if handed and _lightning_step(node, facts, context.names):
             batch = Value(PLACED, "batch", param=True)
             batch.spread = True  # ``x, y = batch``: the Trainer moved every part
             self.given.setdefault("batch", batch)
@@ -204,10 +207,11 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         return returned_by(self.context, self.cls, method, call, args, self)
 
     @classmethod
-    def walk_with(cls, context, method: "cst.FunctionDef", given: dict) -> "_Analysis":
-        """A walk of ``method`` whose parameters hold ``given`` (one call's values), for what it
-        returns (``.flow.returns``): its meetings are not the method's own (``flow_of`` finds those)."""
-        analysis = cls(context, method)
+    def walk_with(cls, context, method: "cst.FunctionDef", given: dict, handed: bool = True) -> "_Analysis":
+        """A walk of ``method`` whose parameters hold ``given`` (one call's values; with ``handed``
+        False, nothing else), for what it returns (``.flow.returns``): its meetings are not the
+        method's own (``flow_of`` finds those)."""
+        analysis = cls(context, method, handed)
         analysis.given.update(given)
         if _ends_in_return(method):  # else it may fall off its end: None is one of its results
             analysis.run(method, _facts_for(context, method))

@@ -19,8 +19,6 @@ def given_by_callers(context, node, flow_of) -> tuple:
     function calls it with a placed value, and whether a caller was left out because it is being
     walked itself (functions that call each other)."""
     facts = context._flow_facts
-    if not facts.ready:
-        return {}, True  # asked from module code's walk (``cpu_result``): the file's facts are not whole yet
     name = node.name.value
     given: dict = {}
     partial = False
@@ -84,9 +82,13 @@ def cpu_result(analysis, name: str):
             return None
         busy.add(key)
         try:
-            returns = analysis.walk_with(context, function, {}).flow.returns
+            walk = analysis.walk_with(context, function, {}, handed=False)  # whatever it is handed
         finally:
             busy.discard(key)
+        returns = walk.flow.returns
         cpu = bool(returns) and all(value is not None and value.kind == CPU for value in returns)
-        cache[key] = returns[0].derived(label=f"{name}(...)", zero=all(v.zero for v in returns)) if cpu else None
+        result = returns[0].derived(label=f"{name}(...)", zero=all(v.zero for v in returns)) if cpu else None
+        if walk.partial:
+            return result  # a helper it calls was busy (helpers calling each other): not kept
+        cache[key] = result
     return cache[key]
