@@ -135,16 +135,20 @@ def self_call_partners(index: StatementIndex, lines: list, follows) -> list[int]
             continue
         methods = {m.name: m for m in node.body if isinstance(m, _FUNCTIONS)}
         kept = {name for name, m in methods.items() if any(m.lineno <= line <= m.end_lineno for line in lines)}
-        graph = index.self_calls(node)
-        group, frontier = set(kept), list(kept)
-        while frontier:
-            name = frontier.pop()
-            linked = graph.get(name, frozenset()) | {caller for caller, called in graph.items() if name in called}
-            for other in linked - group:
-                group.add(other)
-                frontier.append(other)
+        group = _linked_group(index.self_calls(node), kept)
         found += [methods[name].lineno for name in group - kept]
     return found
+
+
+def _linked_group(graph: dict, kept: set) -> set:
+    """``kept`` and every name a call graph ({caller: the names it calls}) links to it, either way."""
+    group, frontier = set(kept), list(kept)
+    while frontier:
+        name = frontier.pop()
+        for other in (graph.get(name, frozenset()) | set(callers_of(graph, name))) - group:
+            group.add(other)
+            frontier.append(other)
+    return group
 
 
 def call_partners(index: StatementIndex, lines: list) -> list[int]:
@@ -160,13 +164,7 @@ def call_partners(index: StatementIndex, lines: list) -> list[int]:
         kept.add(MODULE)
     if not kept:
         return []
-    graph = index.function_calls()
-    group, frontier = set(kept), list(kept)
-    while frontier:
-        name = frontier.pop()
-        for other in (graph.get(name, frozenset()) | set(callers_of(graph, name))) - group:
-            group.add(other)
-            frontier.append(other)
+    group = _linked_group(index.function_calls(), kept)
     found = [functions[name].node.lineno for name in group - kept if name in functions]
     if MODULE in group - kept and statements:
         found.append(statements[0].start)

@@ -30,21 +30,23 @@ def function_call_graph(body: list, lines: list) -> dict:
     the same for module code under ``MODULE``; ``lines`` are the file's lines.
     A name defined twice at the top level links nothing: which definition runs is not read."""
     functions = [s for s in body if isinstance(s, _FUNCTIONS)]
-    counts: dict = {}
-    for function in functions:
-        counts[function.name] = counts.get(function.name, 0) + 1
+    counts = Counter(function.name for function in functions)
     names = {name for name, count in counts.items() if count == 1}
-    graph: dict = {}
-    for function in functions:
-        if function.name not in names:
-            continue
-        text = "\n".join(lines[function.lineno - 1:function.end_lineno])
-        moves = _MOVE.search(text) is not None
-        graph[function.name] = frozenset(set(_CALL.findall(text)) & names - {function.name}) if moves else frozenset()
-    statements = [s for s in body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))]
-    text = "\n".join("\n".join(lines[s.lineno - 1:s.end_lineno]) for s in statements)
-    graph[MODULE] = frozenset(set(_CALL.findall(text)) & names) if _MOVE.search(text) else frozenset()
+    graph = {
+        function.name: _called(_text(lines, [function]), names) - {function.name}
+        for function in functions if function.name in names
+    }
+    graph[MODULE] = _called(_text(lines, [s for s in body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))]), names)
     return graph
+
+
+def _text(lines: list, statements: list) -> str:
+    return "\n".join("\n".join(lines[s.lineno - 1:s.end_lineno]) for s in statements)
+
+
+def _called(text: str, names: set) -> frozenset:
+    """Which of ``names`` the code ``text`` calls with an argument, if it moves something itself."""
+    return frozenset(set(_CALL.findall(text)) & names) if _MOVE.search(text) else frozenset()
 
 
 def callers_of(graph: dict, name: str) -> list:
