@@ -1401,3 +1401,29 @@ def test_a_batch_moved_by_its_own_method_holds_elements_that_may_be_placed(move)
 ])
 def test_a_batch_not_moved_by_its_method_still_leaves_its_elements_behind(move):
     assert codes(_BATCH_LOOP.replace("batch.to_torch_(device)", move)) != []
+
+
+_UNPACKED = '''\
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def evaluate(model, xs):
+    model = model.to(device)
+    xs = xs.to(device)
+    score, (ratio, _) = model(xs)
+    return score.detach().numpy(), ratio.detach().numpy()
+'''
+
+
+@pytest.mark.parametrize("call", ["model(xs)", "model(xs)[0]", "xs * 2"])
+def test_names_unpacked_from_a_placed_value_are_placed(call):
+    assert codes(_UNPACKED.replace("model(xs)", call)) == [("TDV603", 11), ("TDV603", 11)]
+
+
+@pytest.mark.parametrize("call", [
+    "xs.cpu()",
+    "[t.cpu() for t in model(xs)]",
+    "summarize(xs)",  # any callable given a placed value: maybe no tensor at all
+])
+def test_names_unpacked_from_what_is_not_known_placed_are_unknown(call):
+    assert codes(_UNPACKED.replace("model(xs)", call)) == []

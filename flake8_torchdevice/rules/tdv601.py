@@ -83,7 +83,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
       an item of a list of placed tensors (`data = [t.to(device) for t in batch]`, then `data[0]`),
-      results of ops on placed values, and what a function of this file answers when each of its returns is
+      results of ops on placed values, each name a placed value unpacks into (`score, ratio = model(x)`,
+      `_, predicted = torch.max(out, 1)`: a model's tuple of outputs, a tensor's rows), and what a function of this file answers when each of its returns is
       computed from placed arguments with torch functions and tensor methods that keep a device (`def
       reduce_mean(a, b): return torch.abs(a - b).mean()` given placed `out` and `gt`); a parameter the
       function uses as a module (`model.train()`, `.eval()`,

@@ -23,7 +23,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     plotting calls given `t` (`plt.plot(t)`, `ax.imshow(t)`, `ax.scatter(...)`, ... in a file
     that imports matplotlib: they read their data with `np.asarray`) where the code proves `t`
     is placed on a device (moved with `.to(device)` / `.cuda()`, created with `device=`, the
-    output of a placed module, the `batch` of a Lightning step hook and what it unpacks into,
+    output of a placed module and each name its tuple of outputs unpacks into (`score, ratio = model(x)`), the `batch` of a Lightning step hook and what it unpacks into,
     or computed from such values, also by a function of this file whose every return is computed
     from its arguments: `def relative_error(p, t): return ((p - t).abs() / t.abs()).mean(0)`), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
     level or in `__init__`; a method sees what another method of its class that moves something

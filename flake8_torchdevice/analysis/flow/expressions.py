@@ -33,8 +33,11 @@ class Expressions:
             else:
                 env[key] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
-            # A framework's batch: its elements are where it put the whole.
-            spread = value is not None and (value.kind == FRAMEWORK or value.spread)
+            # A framework's batch: its elements are where it put the whole. So are a placed value's
+            # (``score, ratio = model(x)``, ``_, top = torch.max(out, 1)``), unless only guessed placed.
+            spread = value is not None and (
+                value.kind == FRAMEWORK or value.spread or value.kind == PLACED and not value.guessed
+            )
             for element in target.elements:
                 self.bind(element.value, value if spread else None, env)
         elif isinstance(target, cst.StarredElement):
