@@ -818,10 +818,10 @@ def test_a_same_file_helper_of_a_loader_element(helper, reported):
         "DEVICE = 'cuda'\n\n\ndef to_var(x):\n    if torch.cuda.is_available():\n        x = x.cuda()\n"
         "    return x\n\n\n"
         f"def flatten(x):\n    {helper}\n\n\n"
-        "def f(model, loader):\n    model = model.cuda()\n    for images, _ in loader:\n"
-        "        images = flatten(images)\n        out = model(images)\n    return out\n"
+        "def f(model, data):\n    model = model.cuda()\n    loader = torch.utils.data.DataLoader(data)\n"
+        "    for images, _ in loader:\n        images = flatten(images)\n        out = model(images)\n    return out\n"
     )
-    assert codes(source) == ([("TDV602", 21)] if reported else [])
+    assert codes(source) == ([("TDV602", 22)] if reported else [])
 
 
 @pytest.mark.parametrize(
@@ -986,16 +986,16 @@ def test_a_placed_tensor_stored_into_a_numpy_array(store, reported):
 
 
 @pytest.mark.parametrize("store, reported", [
-    ('batch["x"] = batch["x"].to(device)', [("TDV602", 12)]),  # rebound: moved; "y" stays behind
-    ('batch["x"] = batch["x"].float()', [("TDV602", 11)]),  # still the loader's CPU tensor
+    ('batch["x"] = batch["x"].to(device)', [("TDV602", 13)]),  # rebound: moved; "y" stays behind
+    ('batch["x"] = batch["x"].float()', [("TDV602", 12)]),  # still the loader's CPU tensor
     ('batch["x"], batch["y"] = batch["x"].to(device), batch["y"].to(device)', []),
     ("for k, v in batch.items():\n            batch[k] = to_device(v)", []),  # every key rebound
-    ('batch["x"] = batch["x"].to(device)\n        size = batch.size', [("TDV602", 13)]),  # an attribute read too
+    ('batch["x"] = batch["x"].to(device)\n        size = batch.size', [("TDV602", 14)]),  # an attribute read too
 ])
 def test_a_store_into_a_dict_batch_rebinds_its_element(store, reported):
     source = (
         "device = torch.device('cuda')\nmodel = nn.Linear(4, 3).to(device)\n\n\n"
-        "def train(loader):\n    for batch in loader:\n"
+        "def train(data):\n    loader = torch.utils.data.DataLoader(data)\n    for batch in loader:\n"
         f"        {store}\n"
         "        out = model(batch['x'])\n        return nn.functional.cross_entropy(out, batch['y'])\n"
     )
@@ -1199,9 +1199,14 @@ def test_a_cpu_class_weight_is_named_in_the_message():
         ("from data import train_loader\nmodel = nn.Linear(4, 3).cuda()\n"
          "def fit(epochs, loader):\n    for x, y in loader:\n        out = model(x)\n\n\nfit(3, train_loader)\n",
          []),  # what module code hands the function
-        # a parameter, or a loader this file builds, shadows the import
+        # a parameter, or a loader this file builds, shadows the import; a parameter shows CPU batches where
+        # module code hands it a loader it builds with torch's DataLoader
         ("from data import train_loader\nmodel = nn.Linear(4, 3).cuda()\n"
-         "def fit(train_loader):\n    for x, y in train_loader:\n        out = model(x)\n", [("TDV602", 8)]),
+         "def fit(train_loader):\n    for x, y in train_loader:\n        out = model(x)\n", []),
+        ("from data import train_loader, dataset\nmodel = nn.Linear(4, 3).cuda()\n"
+         "def fit(train_loader):\n    for x, y in train_loader:\n        out = model(x)\n\n\n"
+         "fit(torch.utils.data.DataLoader(dataset))\nloader = torch.utils.data.DataLoader(dataset)\nfit(loader)\n",
+         [("TDV602", 8)]),
         ("from data import train_loader, dataset\nmodel = nn.Linear(4, 3).cuda()\n"
          "train_loader = torch.utils.data.DataLoader(dataset)\nfor x, y in train_loader:\n    out = model(x)\n",
          [("TDV602", 8)]),
@@ -1427,3 +1432,63 @@ def test_names_unpacked_from_a_placed_value_are_placed(call):
 ])
 def test_names_unpacked_from_what_is_not_known_placed_are_unknown(call):
     assert codes(_UNPACKED.replace("model(xs)", call)) == []
+
+
+_UNMOVED_BATCH = '''\
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def predict(model, dataloader, device):
+    model.to(device)
+    for src, trg in dataloader:
+        out = model(src)
+'''
+
+
+@pytest.mark.parametrize("loader", [
+    "dataloader",  # a parameter: its dataset may hold tensors already placed
+    "self.loader",
+    "DataLoader(data)",  # the project's own loader class (imported below)
+])
+def test_a_loader_the_file_does_not_build_shows_no_cpu_batch_unless_an_element_is_moved(loader):
+    source = "from dataset import DataLoader\n" + _UNMOVED_BATCH.replace("in dataloader", f"in {loader}")
+    assert codes(source) == []
+    moved = source.replace("        out = model(src)", "        src = src.to(device)\n        out = model(src, trg)")
+    assert codes(moved) == [("TDV602", 12)]
+
+
+@pytest.mark.parametrize("loader", [
+    "torch.utils.data.DataLoader(data)",
+    "loader",  # bound below to torch's DataLoader
+])
+def test_a_loader_the_file_builds_shows_cpu_batches_a_placed_model_meets(loader):
+    source = _UNMOVED_BATCH.replace("    for src", "    loader = torch.utils.data.DataLoader(data)\n    for src")
+    assert codes(source.replace("in dataloader", f"in {loader}")) == [("TDV602", 11)]
+
+
+def test_a_name_bound_to_a_parameter_loader_on_any_branch_shows_no_cpu_batch():
+    source = _UNMOVED_BATCH.replace(
+        "    for src, trg in dataloader:",
+        "    if isinstance(dataloader, list):\n        loader = dataloader\n    else:\n"
+        "        loader = dataloader.subsets.get('val')\n    for src, trg in loader:",
+    )
+    assert codes(source) == []
+    built = source.replace("loader = dataloader\n", "loader = torch.utils.data.DataLoader(dataloader)\n")
+    assert codes(built) == [("TDV602", 14)]
+
+
+@pytest.mark.parametrize("test, reported", [
+    ("args.cuda", []),
+    ("args.cuda > 0", []),  # the switch asked as a number: its else is the CPU run
+    ("args.cuda >= 1", []),
+    ("use_gpu == 1", []),
+    ("opt.cuda is True", []),
+    ("args.cuda >= 0", [("TDV601", 9)]),  # true with the switch off as well
+    ("args.batch > 0", [("TDV601", 9)]),  # no GPU switch
+])
+def test_the_else_of_a_gpu_switch_asked_as_a_number_is_the_cpu_run(test, reported):
+    source = (
+        "def f(out, args, use_gpu, opt):\n    out = out.cuda()\n"
+        f"    if {test}:\n        return out * torch.ones(2).cuda()\n    else:\n        return out * torch.ones(2)\n"
+    )
+    assert codes(source) == reported

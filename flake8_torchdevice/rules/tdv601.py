@@ -167,7 +167,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       CPU labels);
     - code under `pytest.raises` / `assertRaises`, CPU-only branches (`if device.type == "cpu"`,
       `if not torch.cuda.is_available()`, the `else` of a CUDA check, and the `else` of the code's own GPU
-      switch, `if self.gpu_mode:` / `if args.cuda:`: the run with the switch off, where what it moves stayed put);
+      switch, `if self.gpu_mode:` / `if args.cuda:`, also asked as a number, `if args.cuda > 0:` / `if use_gpu == 1:`
+      (post-hoc, from a faster-rcnn demo's normalisation branch): the run with the switch off, where what it moves
+      stayed put);
     - a factory without `device=` meeting a function's input that the function did not move: TDV502 (opt-in)
       reports that; once the input is moved (`x = x.to(device)`), or the module's own code calls the function
       with a placed value, the meeting is TDV601's;

@@ -74,7 +74,7 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
       of an array (`scores[i] = loss` of a `np.zeros(n)`, `a[i, j] = t` of a 2-D one): NumPy reads it with
       `float(t)`; nor a store into an array whose shape is not written out (`np.zeros(shape)`);
     - code under `pytest.raises` / `assertRaises` and CPU-only branches, the `else` of the code's own GPU
-      switch among them (`if self.gpu_mode: s = s.cpu().numpy()` / `else: s = s.numpy()`).
+      switch among them (`if self.gpu_mode: s = s.cpu().numpy()` / `else: s = s.numpy()`; also `if args.cuda > 0:`).
     - the output of a module moved back in place (`model.cpu()` or `model.to("cpu")` before the call, until it
       is placed again), and what a function of this file named like a loss returns when every return is a host
       value (`def estimate_loss(split, model): ... return np.mean(losses)`, `float(total)`, `total.item()`).

@@ -54,6 +54,7 @@ def start_file(context, module: "cst.Module") -> None:
         facts.default_device = top.default_device
         facts.note_calls(top.calls, lambda name, args: sole_call(context, name, args))
         facts.note_foreign_calls(top.foreign_calls)
+        facts.note_shown_calls(top.shown_calls)
         facts.ready = True
 
 
@@ -128,6 +129,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.index: Optional[int] = None  # the module-level statement being walked
         self.facts: dict = {}  # what the module (and __init__) proved, before this scope's own bindings
         self.loaders: set[str] = set()  # names this scope bound to a DataLoader (or a wrapper of one)
+        self.unshown: set[str] = set()  # those of them whose building this file does not show (flow/loops.py)
         self.foreign: set[str] = set()  # names this scope bound to a loader another module built (``tqdm(it)``)
         self.enumerated: set[str] = set()  # those of them that yield (i, batch): ``tqdm(enumerate(loader))``
         self.attributes_bound: set[str] = set()  # ``self.x`` keys this walk has bound (``if_`` in ``__init__``)
@@ -146,6 +148,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         # parameter name -> Value; a copy: FileFacts keeps the module's own per function
         self.given: dict = dict(facts.given_to(node)) if handed else {}
         self.foreign.update(facts.foreign_given(node) if handed else ())
+        self.shown: set = facts.shown_given(node) if handed else set()  # parameters given a loader module code built
         self.context = context
         self.scope = node.name.value if function else None  # the function's name
         self.cls = facts.classes.get(id(node)) if function else None  # a method's class
@@ -197,9 +200,10 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.flow.default_device = self.default_device
         for where, sibling, placed, index, module in self.pending:
             loop = sibling.loop
-            # Left behind: a sibling was moved (or this element, inline only: the
-            # name still holds the CPU tensor), or the element meets a placed model.
-            if (loop.moved or module) and loop.elements.get(sibling.label, sibling).evidence:
+            # Left behind: a sibling was moved (or this element, inline only: the name still
+            # holds the CPU tensor), or the element meets a placed model, from a loader of CPU
+            # batches as far as the file shows.
+            if (loop.moved or module and not loop.unshown) and loop.elements.get(sibling.label, sibling).evidence:
                 self.flow.siblings.append(Meet(where, sibling, placed, index))
         return self.flow
 

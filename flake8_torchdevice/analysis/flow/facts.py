@@ -60,6 +60,7 @@ class FileFacts:
             for part in s.body if isinstance(part, cst.ImportFrom) for name in imported_names(part)
         )
         self.foreign_params: dict = {}  # top-level function -> its parameters module code gives such a loader
+        self.shown_params: dict = {}  # ... and those it gives a loader it builds with torch's ``DataLoader``
         self.ready = False  # set once module code's walk has given the facts above (``start_file``)
         self._collect(module.body)
 
@@ -76,15 +77,26 @@ class FileFacts:
             for param, value in placed_arguments(function.params, args, cpu=sole(name, args)).items():
                 found.setdefault(param, value)
 
-    def note_foreign_calls(self, calls: list) -> None:
+    def note_foreign_calls(self, calls: list, into: Optional[dict] = None) -> None:
         """The module's calls of its own functions with a loader another module built
         (``train(EPOCHS, train_loader)``): that parameter holds it (``foreign_params``)."""
+        into = self.foreign_params if into is None else into
         for name, args in calls:
             function = self.functions.get(name)
             if function is not None:
-                found = self.foreign_params.setdefault(name, set())
+                found = into.setdefault(name, set())
                 found.update(_param_for(function.params, arg, index) for index, arg in args)
                 found.discard(None)
+
+    def note_shown_calls(self, calls: list) -> None:
+        """The module's calls of its own functions with a loader module code builds with torch's
+        ``DataLoader`` (``train_loop(train_dataloader, model)``): that parameter holds it (``shown_params``)."""
+        self.note_foreign_calls(calls, self.shown_params)
+
+    def shown_given(self, function: "cst.FunctionDef") -> set:
+        """The parameters of the top-level ``function`` module code calls it with a loader it builds."""
+        name = function.name.value
+        return set(self.shown_params.get(name, ())) if self.functions.get(name) is function else set()
 
     def foreign_given(self, function: "cst.FunctionDef") -> set:
         """The parameters of ``function`` that hold a loader another module built: one defaulting to it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..._lazy import cst
 from ..code import code_of, last_name, paired_assignment, target_names
-from .values import BATCH, FRAMEWORK, PLACED, Loop, SIBLING, Value
+from .values import BATCH, FRAMEWORK, INPUT, PLACED, Loop, SIBLING, Value
 from .words import LOADER_WORDS, WRAPPERS
 
 
@@ -21,7 +21,7 @@ class Loops:
                 return
             target = target.elements[1].value
         if self.is_loader(iterable, env):
-            self.bind_elements(target, env)
+            self.bind_elements(target, env, self.unshown_loader(iterable, env))
 
     def first_batch(self, node: cst.Assign, env: dict) -> bool:
         """``x, y = next(iter(loader))``: one batch's elements, not moved yet."""
@@ -35,7 +35,7 @@ class Loops:
             return False
         if not self.is_loader(inner.args[0].value, env):
             return False
-        self.bind_elements(node.targets[0].target, env)
+        self.bind_elements(node.targets[0].target, env, self.unshown_loader(inner.args[0].value, env))
         return True
 
     def note_loader(self, node: cst.Assign, env: dict) -> None:
@@ -48,10 +48,16 @@ class Loops:
             foreign = isinstance(value, cst.Name) and self.foreign_loader(value.value, env)
             (self.loaders.add if is_loader else self.loaders.discard)(name)
             (self.foreign.add if foreign else self.foreign.discard)(name)
+            # Unshown once any binding is (a parameter's alias too: ``dataloader = data``); shown again
+            # only where rebound to a loader the file builds.
+            if value is not None and (is_loader or isinstance(value, cst.Name)) and self.unshown_loader(value, env):
+                self.unshown.add(name)
+            elif is_loader:
+                self.unshown.discard(name)
             (self.enumerated.add if is_loader and enumerated else self.enumerated.discard)(name)
 
-    def bind_elements(self, target, env: dict) -> None:
-        loop = Loop()
+    def bind_elements(self, target, env: dict, unshown: bool = False) -> None:
+        loop = Loop(unshown)
         if isinstance(target, cst.Name):
             env[target.value] = Value(BATCH, target.value, loop=loop)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -78,20 +84,44 @@ class Loops:
             return last_name(iterable.func) == "DataLoader"
         return False
 
+    def unshown_loader(self, iterable, env: dict) -> bool:
+        """A loader whose building the file does not show: a parameter (``def predict(model,
+        dataloader, device)``; not one module code calls the function with a loader it builds), an
+        attribute (``self.val_loader``), or a loader class of the project's own (``from dataset import
+        DataLoader``). Its dataset may hold tensors already placed (a ``Dataset`` that moves its data to
+        the device when built), so only a moved element shows CPU batches. ``DataLoader(...)`` of
+        torch, in this scope or module code, shows them."""
+        if isinstance(iterable, cst.Name):
+            known = env.get(iterable.value)
+            param = known is not None and known.kind == INPUT and known.param and iterable.value not in self.shown
+            return iterable.value in self.unshown or param
+        if isinstance(iterable, cst.Attribute):
+            return True
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            name = iterable.func.value  # ``DataLoader(...)``, the name imported or defined here
+            own = name in self.imported or name in getattr(self.names, "_classes", {})
+            return own and not (self.names.qualify(iterable.func) or "").startswith("torch.")
+        return False
+
     def foreign_loader(self, name: str, env: dict) -> bool:
         """``from data import train_loader`` (or ``tqdm`` of it): another module built the loader,
         over tensors it may have placed; this file shows nothing of its batches."""
         return name in self.foreign or name not in env and name in self.imported
 
     def note_foreign_call(self, call: "cst.Call", env: dict) -> None:
-        """Module code's ``train(EPOCHS, train_loader)`` with such a loader: for ``foreign_params``."""
+        """Module code's ``train(EPOCHS, train_loader)`` with such a loader: for ``foreign_params``;
+        with a loader it builds itself (``train_loop(train_dataloader, model)`` after
+        ``train_dataloader = DataLoader(training_data)``): for ``shown_params``."""
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-        handed = [
-            (positional.index(arg) if arg.keyword is None else 0, arg) for arg in call.args
-            if not arg.star and isinstance(arg.value, cst.Name) and self.foreign_loader(arg.value.value, env)
-        ]
-        if handed:
-            self.flow.foreign_calls.append((call.func.value, handed))
+        named = [(positional.index(arg) if arg.keyword is None else 0, arg) for arg in call.args
+                 if not arg.star and isinstance(arg.value, cst.Name)]
+        foreign = [(index, arg) for index, arg in named if self.foreign_loader(arg.value.value, env)]
+        shown = [(index, arg) for index, arg in named if arg.value.value in self.loaders
+                 and arg.value.value not in self.unshown and not self.foreign_loader(arg.value.value, env)]
+        if foreign:
+            self.flow.foreign_calls.append((call.func.value, foreign))
+        if shown:
+            self.flow.shown_calls.append((call.func.value, shown))
 
     def element(self, batch: Value, label: str) -> Value:
         loop = batch.loop

@@ -65,9 +65,12 @@ BOUND = Value("bound")  # a local name bound to something unknown (not a free na
 
 
 class Loop:
-    __slots__ = ("moved", "elements", "stored")
+    __slots__ = ("moved", "elements", "stored", "unshown")
 
-    def __init__(self) -> None:
+    def __init__(self, unshown: bool = False) -> None:
+        # Its loader is one this file does not show being built (a parameter, an attribute, a loader
+        # class of the project's own): only a moved element shows that its batches are on the CPU.
+        self.unshown = unshown
         self.moved: list = []  # labels of elements moved with .to / .cuda
         self.elements: dict = {}  # label -> Value, to share tensor evidence
         # A batch's keys a store rebound (``batch["x"] = batch["x"].to(device)``): label -> the
@@ -89,8 +92,8 @@ class Meet:
 class Flow:
     """What one scope proves: the meetings found in it."""
 
-    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "foreign_calls", "method_calls",
-                 "returns", "branches")
+    __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "foreign_calls", "shown_calls",
+                 "method_calls", "returns", "branches")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
@@ -101,6 +104,7 @@ class Flow:
         self.calls: list = []  # (name, [(Arg, Value)]): module code's calls of plain names given a placed value
         # (name, [(index, Arg)]): module code's calls of plain names given a loader another module built
         self.foreign_calls: list = []
+        self.shown_calls: list = []  # the same, given a loader module code builds with torch's ``DataLoader``
         self.method_calls: list = []  # (name, [(Arg, Value)]): ``self.name(...)`` calls given a placed value
         self.returns: list = []  # the Value (or None) of each ``return``
         self.branches: dict = {}  # in ``__init__``: flag test -> ``flags.branch_fact`` of its ``if``
