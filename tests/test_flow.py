@@ -1492,3 +1492,33 @@ def test_the_else_of_a_gpu_switch_asked_as_a_number_is_the_cpu_run(test, reporte
         f"    if {test}:\n        return out * torch.ones(2).cuda()\n    else:\n        return out * torch.ones(2)\n"
     )
     assert codes(source) == reported
+
+
+_MODULE_LAYER = '''\
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train(loader):
+    model.train()
+    for x, y in loader:
+        out = model(x.to(device))
+'''
+
+
+def test_a_module_level_layer_no_code_moves_meets_a_placed_input_in_a_function():
+    assert codes(_MODULE_LAYER) == [("TDV601", 12)]
+
+
+@pytest.mark.parametrize("elsewhere", [
+    "def setup():\n    model.cuda()\n",  # any function may move it
+    "model.to(device)\n",  # module code, after the function
+    "def fit():\n    train(model)\n",  # handed to a call: it may be moved there
+    "wrapped = nn.DataParallel(model)\n",
+    "model = nn.Linear(4, 2).to(device)\n",  # bound twice
+    "def reset():\n    global model\n    model = nn.Linear(4, 2)\n",
+    "model.fc = nn.Linear(2, 2)\n",  # any other use: unknown
+])
+def test_a_module_level_layer_some_code_may_move_crosses_into_no_function(elsewhere):
+    assert codes(_MODULE_LAYER + "\n\n" + elsewhere) == []

@@ -81,7 +81,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
       (not one built under `with torch.device(...)` or after `set_default_device`, nor one handed to
       another call, `train(model)`, or bound to a second name, `self.model = model`: either may move it;
       a move under another name, `placed = model.cuda()`, or through the methods that return the module,
-      `model.eval().to(device)`, moves it too; a layer built in `__init__` follows its module's `.to()`);
+      `model.eval().to(device)`, moves it too; a layer built in `__init__` follows its module's `.to()`; one module
+      code builds is a CPU layer in the functions as well where the whole file binds its name once and otherwise only
+      calls it or its methods that leave it in place, `model(x)`, `model.eval()`, `model.parameters()`,
+      `model.load_state_dict(state)`: no code of the file moves it);
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),

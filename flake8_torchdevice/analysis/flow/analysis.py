@@ -10,12 +10,13 @@ from .calls import Calls
 from .expressions import Expressions
 from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound
 from .flags import lasting
-from .layers import Layers
+from .layers import Layers, is_cpu_layer
 from .loops import Loops
 from .callers import given_by_callers, sole_call
 from .methods import given_by_siblings, returned_by
 from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
+from .untouched import untouched
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
 from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, starts_nccl
 
@@ -50,7 +51,9 @@ def start_file(context, module: "cst.Module") -> None:
         context._flow_facts = facts
         top = flow_of(context, module)
         rebound = declared_global(context.source)  # a function may rebind them: not the module's facts
-        facts.globals = {name: fact for name, fact in crossing(top.env).items() if name not in rebound}
+        layers = {name for name, value in top.env.items() if is_cpu_layer(value)} - rebound
+        still = frozenset(untouched(context.names, layers))
+        facts.globals = {name: fact for name, fact in crossing(top.env, still=still).items() if name not in rebound}
         facts.default_device = top.default_device
         facts.note_calls(top.calls, lambda name, args: sole_call(context, name, args))
         facts.note_foreign_calls(top.foreign_calls)

@@ -179,15 +179,17 @@ def key_of(expr) -> Optional[str]:
     return None
 
 
-def crossing(env: dict, prefix: str = "") -> dict:
+def crossing(env: dict, prefix: str = "", still: frozenset = frozenset()) -> dict:
     """The facts of ``env`` another scope may read: only kinds that say where
     a value lives, labelled by their name, no longer tied to the parameters
-    of the scope that made them."""
+    of the scope that made them. A layer follows its owner's (or any code's) ``.to()``:
+    built on the CPU says nothing elsewhere, unless its name is in ``still``
+    (``flow/untouched.py``: no code of the file moves it)."""
     facts = {}
     kinds = _CROSSING_ATTRIBUTES if prefix else _CROSSING
     for name, value in env.items():
         if name.startswith(prefix) and isinstance(value, Value) and value.kind in kinds and value.loop is None \
-                and not value.layer:  # a layer follows its owner's .to(): built on the CPU says nothing elsewhere
+                and (not value.layer or name in still):
             fact = value.derived(label=name)
             fact.param = False
             facts[name] = fact

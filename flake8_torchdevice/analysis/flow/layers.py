@@ -4,7 +4,8 @@ moves it, so a placed tensor given to it meets CPU weights.
 So does a module of a same-file class whose code names no move nor device (``Net()``, where
 ``class Net(nn.Module)`` builds ``nn.Linear`` layers; ``still_modules``). Only what the function
 itself proves counts. A layer made elsewhere (``__init__``, module code)
-follows its owner's ``.to()``, so no layer fact crosses scopes; one handed to another call
+follows its owner's ``.to()``, so no layer fact crosses scopes, except a module-level one that
+no code of the file moves (``flow/untouched.py``); one handed to another call
 (``train(model)``, ``trainer.fit(model)``) or bound to a second name (``self.model = model``)
 may be moved there, so it is unknown from then on.
 """
