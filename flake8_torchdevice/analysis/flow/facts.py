@@ -77,21 +77,23 @@ class FileFacts:
             for param, value in placed_arguments(function.params, args, cpu=sole(name, args)).items():
                 found.setdefault(param, value)
 
-    def note_foreign_calls(self, calls: list, into: Optional[dict] = None) -> None:
+    def note_foreign_calls(self, calls: list) -> None:
         """The module's calls of its own functions with a loader another module built
         (``train(EPOCHS, train_loader)``): that parameter holds it (``foreign_params``)."""
-        into = self.foreign_params if into is None else into
+        self._note_loader_params(calls, self.foreign_params)
+
+    def note_shown_calls(self, calls: list) -> None:
+        """The module's calls of its own functions with a loader module code builds with torch's
+        ``DataLoader`` (``train_loop(train_dataloader, model)``): that parameter holds it (``shown_params``)."""
+        self._note_loader_params(calls, self.shown_params)
+
+    def _note_loader_params(self, calls: list, into: dict) -> None:
         for name, args in calls:
             function = self.functions.get(name)
             if function is not None:
                 found = into.setdefault(name, set())
                 found.update(_param_for(function.params, arg, index) for index, arg in args)
                 found.discard(None)
-
-    def note_shown_calls(self, calls: list) -> None:
-        """The module's calls of its own functions with a loader module code builds with torch's
-        ``DataLoader`` (``train_loop(train_dataloader, model)``): that parameter holds it (``shown_params``)."""
-        self.note_foreign_calls(calls, self.shown_params)
 
     def shown_given(self, function: "cst.FunctionDef") -> set:
         """The parameters of the top-level ``function`` module code calls it with a loader it builds."""

@@ -99,7 +99,7 @@ class Loops:
             return True
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             name = iterable.func.value  # ``DataLoader(...)``, the name imported or defined here
-            own = name in self.imported or name in getattr(self.names, "_classes", {})
+            own = name in self.imported or name in self.names.local_class_names()
             return own and not (self.names.qualify(iterable.func) or "").startswith("torch.")
         return False
 
