@@ -1522,3 +1522,16 @@ def test_a_module_level_layer_no_code_moves_meets_a_placed_input_in_a_function()
 ])
 def test_a_module_level_layer_some_code_may_move_crosses_into_no_function(elsewhere):
     assert codes(_MODULE_LAYER + "\n\n" + elsewhere) == []
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("decoded.detach().numpy()", [("TDV603", 12)]),  # .numpy() shows a tensor
+    ("np.array(decoded)", []),  # a model's answer may be a Python list (a CRF's decoded tags)
+    ("np.asarray(scores)", [("TDV603", 12)]),  # the model's answer itself, not unpacked
+])
+def test_names_unpacked_from_a_model_answer_may_be_no_tensor(read, reported):
+    source = _UNPACKED.replace(
+        "    return score.detach().numpy(), ratio.detach().numpy()",
+        f"    scores = model(xs)\n    decoded, _ = model(xs)\n    return {read}",
+    ).replace("    score, (ratio, _) = model(xs)\n", "")
+    assert codes(source) == reported

@@ -90,8 +90,8 @@ class Calls:
             return self.built_loss(call, qualified, env)
         if is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
-            if values and values[0] is not None and values[0].kind == PLACED:
-                self.record_numpy(call, values[0])
+            if values and values[0] is not None and values[0].kind == PLACED and not values[0].unpacked:
+                self.record_numpy(call, values[0])  # not a module's unpacked answer: maybe a Python list
             elif values and values[0] is not None and values[0].kind == LIST and values[0].items \
                     and values[0].items[0].kind == PLACED:
                 self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
@@ -211,6 +211,7 @@ class Calls:
                     self.meet(call, part, placed, module=True)
         param = module.param or any(v is not None and (v.param or v.kind == INPUT) for _, v in args)
         result = Value(PLACED, f"{module.label}(...)", param=param)
+        result.outputs = True
         return result
 
     def method(self, call: cst.Call, func: cst.Attribute, env: dict) -> Optional[Value]:

@@ -37,6 +37,9 @@ class Expressions:
             spread = value is not None and (
                 value.kind == FRAMEWORK or value.spread or value.kind == PLACED and not value.guessed
             )
+            if spread and value.outputs:  # a module's answers: each maybe no tensor (a CRF's decoded lists)
+                value = value.derived()
+                value.unpacked = True
             for element in target.elements:
                 self.bind(element.value, value if spread else None, env)
         elif isinstance(target, cst.StarredElement):

@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank", "scatters", "loss", "empty",
+        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -39,6 +39,10 @@ class Value:
         self.scatters = False  # a module wrapped in ``nn.DataParallel``: it moves a forward's inputs to its devices
         self.loss = False  # a CPU layer that is a loss given a CPU class weight (flow/layers.py)
         self.empty = False  # a LOSS built from literals: it holds no tensor, so a move leaves it where it is
+        self.outputs = False  # a placed module's answer (flow/calls.py ``module_call``)
+        # An element unpacked from one: on the module's device if it is a tensor, but maybe none (``ner_out, decoded,
+        # loss = model(x)`` with ``decoded`` a CRF's Python lists), so ``np.array`` of it says nothing.
+        self.unpacked = False
 
     @property
     def label(self) -> str:
@@ -58,6 +62,8 @@ class Value:
         copy.spread = self.spread
         copy.guessed = self.guessed
         copy.scatters = self.scatters
+        copy.outputs = self.outputs
+        copy.unpacked = self.unpacked
         return copy
 
 
