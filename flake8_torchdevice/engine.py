@@ -125,6 +125,7 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Res
     if not live:
         return Result()
     lines = source.split("\n")  # \n only: Python does not break lines at form feeds or U+2028
+    known: dict = {}
     if full:
         keep = set(range(1, len(lines) + 1))
     else:
@@ -132,7 +133,8 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Res
         keep = lines_to_keep(index, _hits(source, tree, live, present, index))
         if not keep:
             return Result()
-    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts)
+        known = index.built_facts()  # the call graph the selection read: the flow reads the same
+    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known)
 
 
 def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: StatementIndex) -> list[Hit]:
@@ -354,7 +356,7 @@ def _top_key(index: StatementIndex, line: int) -> int:
     return _IMPORT if isinstance(top.node, (ast.Import, ast.ImportFrom)) else 0
 
 
-def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None) -> Result:
+def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None, known=None) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
     from .walk import BatchedWalker  # LibCST's node classes: only now needed
@@ -370,6 +372,7 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
     names = resolver_from_ast(tree)
+    names.facts.update(known or {})
     context = FileContext(names, source, filename, is_test_file(filename, names))
     try:
         walker = BatchedWalker(

@@ -97,6 +97,11 @@ class StatementIndex:
             self._function_calls = function_call_graph([member.node for member in self.top], self.lines)
         return self._function_calls
 
+    def built_facts(self) -> dict:
+        """What the selection has already read of the whole file that the rules' shared analyses read
+        too, keyed as they keep it (``NameResolver.facts``): the call graph, where one was built."""
+        return {} if self._function_calls is None else {"function_calls": self._function_calls}
+
     def readers_of_init(self, node: ast.ClassDef) -> list[int]:
         """The def lines of the methods of a top-level class, but ``__init__``, that read an
         attribute its ``__init__`` binds; once per file (every rule that asks reads the same)."""
