@@ -134,7 +134,7 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Res
         if not keep:
             return Result()
         known = index.built_facts()  # the call graph the selection read: the flow reads the same
-    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known)
+    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known, present)
 
 
 def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: StatementIndex) -> list[Hit]:
@@ -196,7 +196,7 @@ class _Scan:
     def names(self):
         """A resolver of the file's module-level names and definitions, built once when asked."""
         if self._names is None:
-            self._names = resolver_from_ast(self.tree)
+            self._names = resolver_from_ast(self.tree, self.present)
         return self._names
 
     def entry_helper_lines(self) -> list[int]:
@@ -356,7 +356,7 @@ def _top_key(index: StatementIndex, line: int) -> int:
     return _IMPORT if isinstance(top.node, (ast.Import, ast.ImportFrom)) else 0
 
 
-def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None, known=None) -> Result:
+def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None, known=None, present=None) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
     from .walk import BatchedWalker  # LibCST's node classes: only now needed
@@ -371,7 +371,7 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
             module = parts.parse(text, [line_of[start] for start in starts])
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError) as exc:
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
-    names = resolver_from_ast(tree)
+    names = resolver_from_ast(tree, present)
     names.facts.update(known or {})
     context = FileContext(names, source, filename, is_test_file(filename, names))
     try:

@@ -35,7 +35,7 @@ class NameResolver:
     """Local name -> qualified name for tracked libraries."""
 
     __slots__ = ("_aliases", "_imported", "_classes", "_layers", "_frames", "_defs", "facts", "main_blocks",
-                 "argv_at_import", "default_device_at_import", "hf_names", "module_body")
+                 "argv_at_import", "default_device_at_import", "hf_names", "module_body", "words")
 
     def __init__(self) -> None:
         self._aliases: dict[str, str] = {}
@@ -63,6 +63,9 @@ class NameResolver:
         # ``import transformers as tf``): ``AutoModel.from_pretrained(...)`` builds on the CPU (flow/layers.py).
         self.hf_names: dict[str, str] = {}  # local name -> the transformers name it is bound to
         self.module_body: list[ast.stmt] = []  # the module's statements (analysis/cuda_only.py reads them)
+        # Every identifier-like word of the file's text (``words.identifiers``), where the engine read it:
+        # a shared analysis may skip a walk for a name the text never spells. None: not known.
+        self.words: Optional[frozenset[str]] = None
 
     # -- building -----------------------------------------------------
     def bind_import(self, module: str, asname: Optional[str]) -> None:
@@ -270,10 +273,12 @@ def _star_names(tree: ast.Module) -> dict[str, str]:
     return {local: qualified for local, qualified in names.items() if local not in bound}
 
 
-def resolver_from_ast(tree: ast.Module) -> NameResolver:
-    """Seed a resolver from module-level imports, aliases and shadowing defs."""
+def resolver_from_ast(tree: ast.Module, words: Optional[frozenset[str]] = None) -> NameResolver:
+    """Seed a resolver from module-level imports, aliases and shadowing defs
+    (``words``: the file's identifier words, see ``NameResolver.words``)."""
     resolver = NameResolver()
     resolver.module_body = tree.body
+    resolver.words = words
     star_names: Optional[dict[str, str]] = None
     for stmt in module_level_statements(tree.body):
         if isinstance(stmt, ast.ImportFrom) and (stmt.level or _root(stmt.module or "") not in TRACKED_ROOTS) \

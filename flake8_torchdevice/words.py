@@ -28,7 +28,7 @@ from .ast_helpers import ast_dotted_name
 _WORD = re.compile(r"\w+")
 # Where two string literals meet: a closing quote, blanks or a line break, an
 # optional prefix, an opening quote.
-_JUNCTION = re.compile(r"""["'][ \t]*(?:\\?\n[ \t]*)?[rRuUfFbB]{0,2}["']""")
+JUNCTION = re.compile(r"""["'][ \t]*(?:\\?\n[ \t]*)?[rRuUfFbB]{0,2}["']""")
 
 
 def identifiers(source: str) -> frozenset[str]:
@@ -55,7 +55,7 @@ _JOINED: list = [(None, [])]
 def _joined_words(source: str) -> list[tuple[int, str]]:
     out = []
     previous_end, start, word = -1, 0, ""
-    for match in _JUNCTION.finditer(source):
+    for match in JUNCTION.finditer(source):
         before, after = match.start(), match.end()
         if not (before and _is_word_char(source[before - 1]) and after < len(source) and _is_word_char(source[after])):
             continue
@@ -165,7 +165,7 @@ def _before_colon(source: str, end: int) -> bool:
     while True:
         if source.startswith(":", end):
             return True
-        junction = _JUNCTION.match(source, end)
+        junction = JUNCTION.match(source, end)
         if junction is None:
             return False
         end = junction.end()

@@ -350,6 +350,34 @@ def test_multi_gpu_guards_cover_their_code():
     assert found(source) == [(14, "TDV401")]
 
 
+@pytest.mark.parametrize("text, says", [
+    ("if torch.cuda.device_count() > 1:", True),
+    ("if args.n_gpu > 1:", True),
+    ("if NGPUS >= 2:", True),
+    ("if gpus\n> 1:", True),
+    ("@skip_if_lt_x_gpu(2)", True),
+    ('@mark("multi" "_gpu")', True),
+    ("@mark('multi'\n      '_device')", True),
+    ('x = "gpus" " > 1"', True),
+    ("if use_gpu:  # one GPU", False),
+    ("ngpux = gpuy(multinomial)", False),
+])
+def test_the_files_multi_gpu_precheck_agrees_with_the_guard_pattern(text, says):
+    """The cheap file check (``_may_speak_of_multi_gpu``) must say yes wherever an expression or a
+    joined literal of the file can match the guard pattern: otherwise a guard is missed."""
+    from flake8_torchdevice.rules.tdv401 import JUNCTION, _MULTI_GPU_GUARD, _may_speak_of_multi_gpu
+
+    full = bool(_MULTI_GPU_GUARD.search(text) or _MULTI_GPU_GUARD.search(JUNCTION.sub("", text)))
+    assert full is says
+    assert _may_speak_of_multi_gpu(text) is says
+
+
+def test_a_joined_multi_gpu_marker_still_guards():
+    source = 'import torch\n\n@mark("multi" "_gpu")\ndef test_two(x):\n    return x.to("cuda:1")\n'
+    assert found(source) == []
+    assert found(source.replace('"multi" "_gpu"', '"single"')) == [(5, "TDV401")]
+
+
 # -- selection: never hides a finding, stays linear ----------------------
 
 TRICKY = [

@@ -486,6 +486,27 @@ def test_a_module_level_loss_function_is_decided_as_a_forward(full):
     assert found == [(8, "TDV504"), (17, "TDV504"), (30, "TDV502"), (34, "TDV502")]
 
 
+def test_a_loss_function_imported_under_another_name_is_still_a_loss():
+    """The loss words are read from the file's text: an alias keeps the loss's own name in the import."""
+    source = textwrap.dedent("""
+        import torch
+        from torch.nn.functional import mse_loss as distance
+
+
+        def loss_of(pred, target):
+            weight = torch.ones(pred.shape[0])
+            return distance(pred * weight[:, None], target)
+    """)
+    result = check_source(source, rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
+    assert [(v.line, v.code) for v in result.violations] == [(7, "TDV504")]
+    renamed = source.replace("mse_loss as distance", "l1_loss as distance")
+    result = check_source(renamed, rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
+    assert [(v.line, v.code) for v in result.violations] == [(7, "TDV504")]
+    no_loss = source.replace("from torch.nn.functional import mse_loss as distance", "from mylib import distance")
+    result = check_source(no_loss, rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
+    assert [(v.line, v.code) for v in result.violations] == [(7, "TDV502")]
+
+
 LAYERS = """
 import torch
 from torch import nn
@@ -894,4 +915,4 @@ def test_a_default_device_leaves_a_factory_sent_on_with_cuda():
         "    def forward(self, x):\n        return x + torch.zeros(x.shape).cuda()\n"
     )
     found = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
-    assert [(v.line, v.code) for v in found] == [(8, "TDV504")]
+    assert [(v.line, v.code) for v in found] == [(7, "TDV504")]

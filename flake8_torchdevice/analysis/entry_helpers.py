@@ -58,7 +58,14 @@ def _called_with_inputs(names, method: ast.FunctionDef):
             yield sub.func.id
 
 
+# A call resolves to one of these only where the file spells its last name (``F.mse_loss``,
+# ``from torch.nn.functional import mse_loss as L``).
+_LOSS_WORDS = frozenset(name.rpartition(".")[2] for name in FUNCTIONAL_LOSSES)
+
+
 def _loss_functions(names):
+    if names.words is not None and names.words.isdisjoint(_LOSS_WORDS):
+        return
     for name in names.local_function_names():
         function = names.definition(name)
         if _feeds_a_loss(names, function):

@@ -42,7 +42,7 @@ from ..analysis.code import argument, code_of, param_names, subtree, target_name
 from ..analysis.guards import is_test_code
 from ..analysis.layers import built_without_tensor
 from ..rule import FUNCTION, Rule
-from ..words import joined_words
+from ..words import JUNCTION
 
 _CUDA_TEXT = re.compile(r"cuda:(\d+)")
 _ORDINAL_TAIL = re.compile(r":(\d+)")  # the text after an f-string's last expression
@@ -50,8 +50,7 @@ _ORDINAL_TAIL = re.compile(r":(\d+)")  # the text after an f-string's last expre
 # skip_if_lt_x_gpu(2), requires_multi_gpu, num_gpus / n_gpu / gpu_count.
 _GUARD_WORDS = r"device_count|multi_?gpu|multi_?device|gpu_?count|\bn(?:um)?_?gpus?\b|_x_gpu|\bgpus?\s*[<>]"
 _MULTI_GPU_GUARD = re.compile(_GUARD_WORDS, re.I)
-# Every guard above holds one of these: a file without any says none.
-_GUARD_PARTS = ("device_count", "multi", "gpu")
+
 _TORCH_DEVICE = "torch.device"
 _CUDA_DEVICE_SETTERS = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.set_default_device"})
 _TORCH_LOAD = "torch.load"
@@ -181,10 +180,34 @@ def _without_one_gpu_comparisons(expr: cst.CSTNode, code: str) -> str:
 
 def _may_speak_of_multi_gpu(source: str) -> bool:
     """False when no code of the file can speak of several GPUs (a cheap
-    necessary condition of ``_speaks_of_multi_gpu``, words joined across
-    string literals included)."""
-    texts = [source.lower()] + [word.lower() for _, word in joined_words(source)]
-    return any(part in text for text in texts for part in _GUARD_PARTS)
+    necessary condition of ``_speaks_of_multi_gpu``): an expression's code is a
+    piece of the text, and a joined literal's text is the text without the
+    junction (``"multi" "_gpu"``), the junctions the engine's words read."""
+    low = source.lower()
+    if _guard_in(low):
+        return True
+    joined = JUNCTION.sub("", low)
+    return joined != low and _guard_in(joined)
+
+
+# Guard words that need no look around them; the others hold "gpu" (``n_gpu``, ``gpus >``).
+_GUARD_TEXTS = ("device_count", "multi_gpu", "multigpu", "multi_device", "multidevice", "gpu_count", "gpucount")
+
+
+def _guard_in(low: str) -> bool:
+    """Does ``_MULTI_GPU_GUARD`` match lower-case ``low``? Its full search costs a
+    millisecond per file; each "gpu" is looked at where it stands."""
+    if any(text in low for text in _GUARD_TEXTS):
+        return True
+    at = low.find("gpu")
+    while at != -1:
+        end = at + 3 + (low.startswith("s", at + 3))
+        while end < len(low) and low[end].isspace():
+            end += 1
+        if _MULTI_GPU_GUARD.search(low, max(0, at - 5), end + 1):
+            return True
+        at = low.find("gpu", at + 3)
+    return False
 
 
 class HardCodedOrdinal(Rule):
