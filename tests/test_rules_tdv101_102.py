@@ -519,6 +519,10 @@ class Trainer:
     ("if use_cuda:\n            self.G.cuda()", [(15, "TDV101")]),  # the switch places a module: the run may be CPU
     ("if use_cuda:\n            self.buffer = torch.zeros(2).cuda()", []),  # it only keeps tensors: a storage flag
     ("self.G.cuda()", []),  # the module goes to CUDA unguarded: the program needs a GPU anyway
+    # the switch asked as a number or as True is the same switch
+    ("if use_cuda > 0:\n            self.G.cuda()", [(15, "TDV101")]),
+    ("if use_cuda == 1:\n            self.G.cuda()", [(15, "TDV101")]),
+    ("if use_cuda is True:\n            self.G.cuda()", [(15, "TDV101")]),
 ])
 def test_an_unguarded_cuda_beside_the_codes_own_gpu_switch(place, reported):
     source = SWITCHED.replace("PLACE", place)

@@ -262,7 +262,11 @@ def test_tdv201_a_load_in_the_body_of_a_cuda_flag_runs_where_cuda_is():
         "    checkpoint = torch.load(name, map_location=lambda storage, loc: storage)\n"
     )
     assert found(source, TorchLoadWithoutMapLocation) == []
-    assert found(source.replace("if args.cuda:", "if args.cuda > 0:"), TorchLoadWithoutMapLocation) == []
+    for switched_on in ("args.cuda > 0", "args.cuda >= 1", "args.cuda == 1", "args.cuda is True"):
+        assert found(source.replace("if args.cuda:", f"if {switched_on}:"), TorchLoadWithoutMapLocation) == []
+    # A count above one, or the switch asked as off, is not the CUDA run.
+    assert found(source.replace("if args.cuda:", "if args.cuda > 1:"), TorchLoadWithoutMapLocation) == [3]
+    assert found(source.replace("if args.cuda:", "if args.cuda == 0:"), TorchLoadWithoutMapLocation) == [3]
     # A negated flag's body is the CPU branch; so is the branch without a chosen GPU.
     assert found(source.replace("if args.cuda:", "if not args.cuda:"), TorchLoadWithoutMapLocation) == [3]
     assert found(source.replace("if args.cuda:", "if args.gpu is None:"), TorchLoadWithoutMapLocation) == [3]

@@ -915,4 +915,4 @@ def test_a_default_device_leaves_a_factory_sent_on_with_cuda():
         "    def forward(self, x):\n        return x + torch.zeros(x.shape).cuda()\n"
     )
     found = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
-    assert [(v.line, v.code) for v in found] == [(7, "TDV504")]
+    assert [(v.line, v.code) for v in found] == [(8, "TDV504")]

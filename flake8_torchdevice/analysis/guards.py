@@ -121,8 +121,23 @@ def is_cuda_type_test(node: cst.Comparison) -> bool:
 
 
 def is_cuda_flag(test: cst.BaseExpression) -> bool:
-    """``args.cuda`` / ``use_gpu`` / ``self.gpu_mode`` alone: the code's own GPU switch."""
+    """``args.cuda`` / ``use_gpu`` / ``self.gpu_mode``, alone or asked as switched on
+    (``args.cuda > 0``, ``use_gpu == 1``, ``opt.cuda is True``): the code's own GPU switch."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        (compared,) = test.comparisons
+        if not _switched_on(compared.operator, compared.comparator):
+            return False
+        test = test.left
     return isinstance(test, (cst.Name, cst.Attribute)) and bool(CUDA_WORD.search(last_name(test) or ""))
+
+
+def _switched_on(operator, value) -> bool:
+    """``> 0``, ``>= 1``, ``== 1``, ``== True``, ``is True``."""
+    if isinstance(value, cst.Name) and value.value == "True":
+        return isinstance(operator, (cst.Equal, cst.Is))
+    number = int(value.value) if isinstance(value, cst.Integer) and value.value.isdigit() else None
+    return isinstance(operator, cst.GreaterThan) and number == 0 or \
+        isinstance(operator, (cst.GreaterThanEqual, cst.Equal)) and number == 1
 
 
 # The words of an ``availability_test``: a rule reading it declares them.

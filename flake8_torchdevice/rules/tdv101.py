@@ -100,7 +100,8 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
     `x.type() == "torch.cuda.HalfTensor"`) is such a check only for the branch it sends a CPU value to: its
     `else` (or the rest of the block after a body that returns), the body of `if not x.is_cuda:`. A flag such as
     `if use_cuda:` may be a storage option, not a check, and counts only where the code's own GPU switch also
-    guards placing a module somewhere in the file (`if cuda_flag: self.G.cuda()`, `if args.cuda: model.cuda()`):
+    guards placing a module somewhere in the file (`if cuda_flag: self.G.cuda()`, `if args.cuda: model.cuda()`;
+    also asked as a number or as True, `if args.cuda > 0:`, `if use_gpu == 1:`, `if opt.cuda is True:`):
     then the program runs with it off, on the CPU, and an unguarded `.cuda()` beside one the switch guards
     breaks that run. Neither a flag nor a GPU option (`args.gpu is not None`) counts in a program that also
     places a module on CUDA without any check (`else: model.cuda()`): it chooses a GPU in code that needs one

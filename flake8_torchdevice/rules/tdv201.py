@@ -758,21 +758,15 @@ _LOADER = re.compile(r"loaders?$", re.I)
 
 def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
     """Does the body of ``if <test>:`` run only where CUDA is? An availability check
-    (``torch.cuda.is_available()``, ``args.gpu is not None``), a CUDA flag alone
-    (``args.cuda``, ``use_gpu``) or above zero (``args.cuda > 0``), the chosen device compared with a
-    CUDA string (``device == "cuda"``: where it is not CUDA, the code's own switch takes the other
-    branch) or said not to be the CPU (``device.type != "cpu"``); not ``args.gpu is None`` (the branch
-    without a chosen GPU, the CPU's among others) nor a negation."""
+    (``torch.cuda.is_available()``, ``args.gpu is not None``), a CUDA flag alone (``args.cuda``,
+    ``use_gpu``) or asked as switched on (``args.cuda > 0``, ``use_gpu == 1``: ``is_cuda_flag``), the
+    chosen device compared with a CUDA string (``device == "cuda"``: where it is not CUDA, the code's
+    own switch takes the other branch) or said not to be the CPU (``device.type != "cpu"``); not
+    ``args.gpu is None`` (the branch without a chosen GPU, the CPU's among others) nor a negation."""
     if is_no_cuda_test(test, names):
         return False
     if availability_test(test, names) or is_cuda_comparison(test) or cpu_comparison(test, names) is False:
         return True
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        if not (isinstance(comparison.operator, cst.GreaterThan) and isinstance(comparison.comparator, cst.Integer)
-                and comparison.comparator.value == "0"):
-            return False
-        test = test.left
     return is_cuda_flag(test)
 
 

@@ -6,9 +6,10 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import code_of, string_value
+from ..guards import is_cuda_flag
 from .arrays import converts_stored
 from .facts import key_of
-from .statements import cpu_only_test, cuda_switch, cuda_test
+from .statements import cpu_only_test, cuda_test
 from .values import (
     ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, MOVED, NUMPY, OBJECT, Meet, PLACED, SIBLING, Value, combined,
     either,
@@ -146,7 +147,7 @@ class Expressions:
         use_gpu else images[i].cpu()`` is on the CPU wherever it runs."""
         self.ev(expr.test, env)
         cpu_body = cpu_only_test(expr.test, self.names)
-        cpu_else = not cpu_body and (cuda_test(expr.test) or cuda_switch(expr.test))
+        cpu_else = not cpu_body and (cuda_test(expr.test) or is_cuda_flag(expr.test))
         self.mute += cpu_body
         body = self.ev(expr.body, env)
         self.mute -= cpu_body

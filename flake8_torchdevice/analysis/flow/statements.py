@@ -160,7 +160,7 @@ class Statements:
             unplace(else_env, flagged[1], self.facts)
         if node.orelse is not None:
             # ``torch.cuda.is_available()``, or the code's own switch: the else is the CPU run
-            cuda_only_else = cuda_test(node.test) or cuda_switch(node.test)
+            cuda_only_else = cuda_test(node.test) or is_cuda_flag(node.test)
             self.mute += cuda_only_else
             if isinstance(node.orelse, cst.If):
                 self.if_(node.orelse, else_env)
@@ -274,25 +274,6 @@ def cpu_only_test(test, names) -> bool:
             if any((string_value(o) or "").startswith("cpu") for o in operands):
                 return True
     return False
-
-
-def cuda_switch(test) -> bool:
-    """The code's own GPU switch, alone or asked as a number: ``args.cuda``, ``args.cuda > 0``,
-    ``use_gpu == 1``, ``opt.cuda is True``: its ``else`` is the CPU run."""
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        (compared,) = test.comparisons
-        if _switched_on(compared.operator, compared.comparator):
-            test = test.left
-    return is_cuda_flag(test)
-
-
-def _switched_on(operator, value) -> bool:
-    """``> 0``, ``>= 1``, ``== 1``, ``== True``, ``is True``."""
-    if isinstance(value, cst.Name) and value.value == "True":
-        return isinstance(operator, (cst.Equal, cst.Is))
-    number = int(value.value) if isinstance(value, cst.Integer) and value.value.isdigit() else None
-    return isinstance(operator, cst.GreaterThan) and number == 0 or \
-        isinstance(operator, (cst.GreaterThanEqual, cst.Equal)) and number == 1
 
 
 def cuda_test(test) -> bool:
