@@ -1064,6 +1064,32 @@ def test_tdv201_a_parameter_given_a_module_name_reads_as_that_name_in_the_run(ca
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
 
 
+@pytest.mark.parametrize(
+    ("binding", "saved", "reported"),
+    [
+        # A local bound once to a string literal reads as that string: the script reads back what train() saved.
+        ("    save_dir = '../models/dino/'\n", "f'{save_dir}{dataset}_best.pth'", False),
+        ("    save_dir = '../models/dino/'\n", "save_dir + dataset + '_best.pth'", True),  # another spelling
+        ("    save_dir = '../models/'\n", "f'{save_dir}{dataset}_best.pth'", True),  # another file
+        # Bound twice, or a parameter rebound: the path may be anything.
+        ("    save_dir = '../models/dino/'\n    if full:\n        save_dir = '../models/full/'\n",
+         "f'{save_dir}{dataset}_best.pth'", True),
+        ("    dataset = 'CIFAR'\n    save_dir = '../models/dino/'\n", "f'{save_dir}{dataset}_best.pth'", True),
+    ],
+)
+def test_tdv201_a_local_string_constant_in_a_save_path_reads_as_its_string(binding, saved, reported):
+    source = (
+        "import torch\n"
+        "dataset = 'MNIST'\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def train(model, full=False):\n" + binding + f"    torch.save(model.state_dict(), {saved})\n"
+        "train(model)\n"
+        "state = torch.load(f'../models/dino/{dataset}_best.pth')\n"
+    )
+    load = len(source.splitlines())
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
 def test_tdv201_two_handles_of_one_name_on_one_line_are_read_without_error():
     # Two items of one `with` bind the same name: the later one is the file the save writes.
     source = (

@@ -8,7 +8,8 @@ the functions it calls), reads back that run's file; so does a load in module co
 Only paths built from module names count (``encoder_file``, ``os.path.join(args.work_dir, "model.pt")``,
 also through ``with open(path, "rb") as f``): a function's own locals and parameters may name anything, but for a
 parameter its body never rebinds, given a module name by module code's call (``trainer(model, config)`` saving to
-``config["save_path"]``), which reads as that name.
+``config["save_path"]``), which reads as that name, and for a local bound once, to a string literal, which reads as
+that string (``save_dir = "../models/"`` ... ``f"{save_dir}{dataset}.pth"`` is ``f"../models/{dataset}.pth"``).
 
 Read from the ``ast`` once per file, so the answer does not depend on what code the engine's selection parses.
 Keys are ``ast.dump`` of the path expression: layout and quotes do not matter.
@@ -37,9 +38,30 @@ def read_back_in_run(names) -> dict:
 def path_key(source: str) -> Optional[str]:
     """The key of a path expression given as source (a CST node's code), or None where it does not parse."""
     try:
-        return ast.dump(ast.parse(f"(\n{source}\n)", mode="eval").body)
+        return _dump(ast.parse(f"(\n{source}\n)", mode="eval").body)
     except (SyntaxError, ValueError):
         return None
+
+
+def _dump(path: ast.expr) -> str:
+    """``ast.dump`` of ``path`` with each f-string's literal pieces joined (``f"{'a/'}{x}"`` is ``f"a/{x}"``)."""
+    for node in ast.walk(path):
+        if isinstance(node, ast.JoinedStr):
+            node.values = _joined(node.values)
+    return ast.dump(path)
+
+
+def _joined(values: list) -> list:
+    pieces: list = []
+    for value in values:
+        if isinstance(value, ast.FormattedValue) and value.conversion == -1 and value.format_spec is None \
+                and isinstance(value.value, ast.Constant) and isinstance(value.value.value, str):
+            value = ast.Constant(value.value.value)
+        if isinstance(value, ast.Constant) and pieces and isinstance(pieces[-1], ast.Constant):
+            pieces[-1] = ast.Constant(pieces[-1].value + value.value)
+        else:
+            pieces.append(value)
+    return pieces
 
 
 def _read_back(names) -> dict:
@@ -122,7 +144,10 @@ def _io_keys(function: ast.AST, names, wanted: frozenset, position: int, given: 
     the module names a call passes (``trainer(..., config)`` saving to ``config["save_path"]``)."""
     bound, declared = _body_names(function)
     given = {param: name for param, name in (given or {}).items() if param not in bound}
-    local = (ast_parameters(function, starred=True) | bound) - declared - set(given)
+    params = ast_parameters(function, starred=True)
+    constants = {name: text for name, text in _string_constants(function).items()
+                 if name not in declared and name not in params}
+    local = (params | bound) - declared - set(given) - set(constants)
     # Each ``with open(path) as f`` in source order: a call reads ``f`` as the last one opened at or before it
     # (``model.pt`` then ``optimizer.pt``, both as ``f``, each saved inside its own block).
     opened = sorted(((node.lineno, name, path) for node in ast.walk(function)
@@ -132,7 +157,7 @@ def _io_keys(function: ast.AST, names, wanted: frozenset, position: int, given: 
     for node in ast.walk(function):
         if isinstance(node, ast.Call) and _qualified(node, names) in wanted:
             handles = {name: path for line, name, path in opened if line <= node.lineno}
-            key = _key(node, position, handles, local, given)
+            key = _key(node, position, handles, local, given, constants)
             if key is not None:
                 keys.add(key)
     return keys
@@ -163,23 +188,48 @@ def _body_names(function: ast.AST) -> tuple[set, set]:
     return bound, declared
 
 
-def _key(call: ast.Call, position: int, handles: dict, local: set, given: Optional[dict] = None) -> Optional[str]:
+def _key(call: ast.Call, position: int, handles: dict, local: set, given: Optional[dict] = None,
+         constants: Optional[dict] = None) -> Optional[str]:
     args = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
     path = args[position] if len(args) > position else \
         next((k.value for k in call.keywords if k.arg == "f"), None)
     path = _opened(path) or (handles.get(path.id, path) if isinstance(path, ast.Name) else path)
     if path is None or any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(path)):
         return None  # a function's own names may name anything
-    return ast.dump(_renamed(path, given)) if given else ast.dump(path)
+    return _dump(_renamed(path, given or {}, constants or {}))
 
 
-def _renamed(path: ast.expr, given: dict) -> ast.expr:
-    """``path`` with each parameter in ``given`` read as the module name the call passed."""
+def _renamed(path: ast.expr, given: dict, constants: dict) -> ast.expr:
+    """A copy of ``path`` with each parameter in ``given`` read as the module name the call passed, and each
+    local string constant as its string."""
     path = copy.deepcopy(path)
     for node in ast.walk(path):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.Name) and value.id in constants:
+                setattr(node, field, ast.Constant(constants[value.id]))
+            elif isinstance(value, list):
+                value[:] = [ast.Constant(constants[item.id]) if isinstance(item, ast.Name) and item.id in constants
+                            else item for item in value]
         if isinstance(node, ast.Name) and node.id in given:
             node.id = given[node.id]
+    if isinstance(path, ast.Name) and path.id in constants:
+        return ast.Constant(constants[path.id])
     return path
+
+
+def _string_constants(function: ast.AST) -> dict:
+    """{name: text} for each name the function binds exactly once, with ``name = "text"``."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    constants = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) \
+                and stores.get(node.targets[0].id) == 1:
+            constants[node.targets[0].id] = node.value.value
+    return constants
 
 
 def _opened(expr) -> Optional[ast.expr]:

@@ -287,7 +287,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       the best model to `encoder_file`, then `test()` loads `encoder_file`), or module code loading after such a
       call (`with open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)` after the
       training loop). Only paths built from module names count, not a function's own locals or parameters
-      (post-hoc, from the round trips of `train()` and `test()` in held-out scripts);
+      (post-hoc, from the round trips of `train()` and `test()` in held-out scripts), but a local bound once to a
+      string literal reads as that string (`save_dir = "../models/"`, `torch.save(s, f"{save_dir}{dataset}.pth")`
+      in the function, `torch.load(f"../models/{dataset}.pth")` after its call; post-hoc, from v107's notebooks);
     - in a notebook, a file an earlier cell saved (`torch.save`, or a helper whose name says save:
       `utils.save_model(model=m, target_dir="models", model_name=f"07_{name}_{epochs}_epochs.pth")`, the name
       literal, an f-string whose fields match anything, or a name bound to either): a notebook is one session on
