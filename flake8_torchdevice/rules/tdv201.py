@@ -40,7 +40,11 @@ from ..rule import CLASS, STATEMENT, Rule
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 81.1% (760 of 937 findings true or latent over the held-out
+    r"""**On by default.** Precision on held-out user code: 81.1% (772 of 952 findings true or latent over the held-out
+    batches v2-v107 with the rules of 2026-12-06, session of 02:05, whose post-hoc change, a save path spelled through
+    a local string constant read back in the run, removed 13 false findings and nothing right; v107's first read 12 of
+    28, false 13 notebooks reloading the weights their own training cell saved and 3 reloads of a model method's save
+    in the same run; 81.1%, 760 of 937 findings true or latent over the held-out
     batches v2-v106 with the rules of 2026-12-06, session of 23:49; v106's first read 7 of 7, v105's 4 of 7, false a
     dataset split and two vendored data caches; 81.1%, 749 of 923, over v2-v104; v104's first read 19 of 38, false 12 loads of
     published ImageNet weights in one package's vendored copies of re-id projects and 6 of checkpoints another script
