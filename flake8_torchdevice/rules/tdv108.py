@@ -27,9 +27,10 @@ _NOT_PLACING = frozenset({
 
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 242 of 265 findings true or latent (91.3%) over the
-    held-out batches v2-v107 with the rules of 2026-12-06, session of 02:05 (v107's first read 3 of 3, latent
-    `gpu=True` defaults beside a switch off by default and a `device="cuda"` default beside `--device cpu`); 238 of
+    r"""**On by default.** Precision on held-out user code: 243 of 266 findings true or latent (91.4%) over the
+    held-out batches v2-v109 with the rules of 2026-12-06, session of 02:05 (v109's first read 1 of 1; v107's 3 of
+    3, latent `gpu=True` defaults beside a switch off by default and a `device="cuda"` default beside `--device
+    cpu`); 238 of
     261 findings true or latent (91.2%) over the held-out batches v2-v104 (v104's first read 6 of 6, latent
     `use_gpu=True` defaults of loss libraries); 232 of 255 findings true or latent (91.0%) over the held-out
     batches v2-v103 with the rules of 2026-12-06, session of 23:49 (v101's first read 1 of 1 and v102's 3 of 3: a

@@ -40,9 +40,10 @@ from ..rule import CLASS, STATEMENT, Rule
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 81.1% (776 of 957 findings true or latent over the held-out
-    batches v2-v108 with the rules of 2026-12-06, session of 02:05; v108's first read 4 of 5, false an early stopper's
-    best model reloaded in the same function; 772 of 952 over v2-v107, whose post-hoc change, a save path spelled through
+    r"""**On by default.** Precision on held-out user code: 81.0% (781 of 964 findings true or latent over the held-out
+    batches v2-v109 with the rules of 2026-12-06, session of 02:05; v109's first read 5 of 7, false two files without
+    tensors; v108's 4 of 5, false an early stopper's best model reloaded in the same function; 772 of 952 over
+    v2-v107, whose post-hoc change, a save path spelled through
     a local string constant read back in the run, removed 13 false findings and nothing right; v107's first read 12 of
     28, false 13 notebooks reloading the weights their own training cell saved and 3 reloads of a model method's save
     in the same run; 81.1%, 760 of 937 findings true or latent over the held-out
