@@ -161,7 +161,7 @@ def _free_port() -> int:
 
 def program_env(gpus: int, fixtures: Path, tmp: str) -> dict:
     """The environment of one program: ours, plus what makes its run isolated and repeatable."""
-    env = dict(os.environ)
+    env = _environ()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(fixtures), env.get("PYTHONPATH", "")) if p)
     env["CUDA_VISIBLE_DEVICES"] = visible_devices(gpus)
     env["TMPDIR"] = tmp  # checkpoints made with tempfile vanish with the directory
@@ -169,6 +169,18 @@ def program_env(gpus: int, fixtures: Path, tmp: str) -> dict:
     # One-process groups in programs that run side by side must not share a port.
     env["MASTER_ADDR"], env["MASTER_PORT"] = "127.0.0.1", str(_free_port())
     return env
+
+
+def _environ(environ=None) -> dict:
+    """A copy of ``os.environ`` taken from a worker thread: pytest's main thread sets and removes
+    ``PYTEST_CURRENT_TEST`` meanwhile, so one pass over it may meet a key that is gone (KeyError) or a
+    change of size (RuntimeError); a later pass gets a consistent copy."""
+    environ = os.environ if environ is None else environ
+    while True:
+        try:
+            return dict(environ)
+        except (KeyError, RuntimeError):
+            continue
 
 
 # Set for every program, and for the warm-start server before it imports torch.

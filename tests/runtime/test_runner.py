@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 
 import pytest
 
@@ -295,3 +296,33 @@ def test_a_program_runs_under_fake_cuda_and_says_so(make):
     assert session and session["gpus"] == "2" and int(session["placed"]) >= 1
     verdict = judge(parse_claim("fails RuntimeError: found at least two devices, cuda:1 and cpu!"), outcome, fixtures)
     assert verdict.passed, verdict.detail
+
+
+class _ChangingEnviron(Mapping):
+    """An environment another thread changes while a copy of it is taken: the first pass over it
+    meets a key that is gone (as pytest's PYTEST_CURRENT_TEST is, between tests). Like
+    ``os.environ``, a mapping that ``dict()`` reads through ``keys()`` and ``[]``."""
+
+    def __init__(self, data: dict):
+        self._data = data
+        self.passes = 0
+
+    def keys(self):
+        self.passes += 1
+        return [*self._data, "GONE_MEANWHILE"] if self.passes == 1 else list(self._data)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self._data)
+
+
+def test_a_program_environment_is_copied_whole_while_another_thread_changes_it():
+    changing = _ChangingEnviron({"PATH": "/bin", "HOME": "/root"})
+    env = proofs._environ(changing)
+    assert changing.passes == 2
+    assert env == {"PATH": "/bin", "HOME": "/root"}
