@@ -190,23 +190,27 @@ def _may_speak_of_multi_gpu(source: str) -> bool:
     return joined != low and _guard_in(joined)
 
 
-# Guard words that need no look around them; the others hold "gpu" (``n_gpu``, ``gpus >``).
-_GUARD_TEXTS = ("device_count", "multi_gpu", "multigpu", "multi_device", "multidevice", "gpu_count", "gpucount")
+# Every alternative of ``_GUARD_WORDS`` holds one of these, with at most ``_REACH`` word characters
+# on either side of it (``num_gpus``, ``multi_device``, ``gpu_count``) and blanks before a ``<`` / ``>``.
+_ANCHORS = ("gpu", "device_count", "multi")
+_REACH = 8
 
 
 def _guard_in(low: str) -> bool:
-    """Does ``_MULTI_GPU_GUARD`` match lower-case ``low``? Its full search costs a
-    millisecond per file; each "gpu" is looked at where it stands."""
-    if any(text in low for text in _GUARD_TEXTS):
-        return True
-    at = low.find("gpu")
-    while at != -1:
-        end = at + 3 + (low.startswith("s", at + 3))
-        while end < len(low) and low[end].isspace():
-            end += 1
-        if _MULTI_GPU_GUARD.search(low, max(0, at - 5), end + 1):
-            return True
-        at = low.find("gpu", at + 3)
+    """Does ``_MULTI_GPU_GUARD`` match lower-case ``low``? Its full search costs a millisecond
+    per file; it is asked only around each anchor, where any match must stand."""
+    for anchor in _ANCHORS:
+        at = low.find(anchor)
+        while at != -1:
+            end = at + len(anchor)
+            reach = min(len(low), end + _REACH)
+            while end < reach and (low[end].isalnum() or low[end] == "_"):
+                end += 1
+            while end < len(low) and low[end].isspace():
+                end += 1
+            if _MULTI_GPU_GUARD.search(low, max(0, at - _REACH), end + 1):
+                return True
+            at = low.find(anchor, at + 1)
     return False
 
 

@@ -27,30 +27,28 @@ def untouched(names, candidates: set) -> set:
     otherwise only calls, directly or through ``STILL_METHODS``."""
     if not candidates:
         return set()
-    parents: dict = {}
+    still: set = set()  # ids of the Name nodes of those calls
     uses: list = []
     for statement in names.module_body:
         for node in ast.walk(statement):
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
             if isinstance(node, ast.Name) and node.id in candidates:
                 uses.append(node)
+            elif isinstance(node, ast.Call):
+                still.update(id(name) for name in _still_callee(node.func))
     bindings = dict.fromkeys(candidates, 0)
     touched = set()
     for use in uses:
         if isinstance(use.ctx, ast.Store):
             bindings[use.id] += 1
-        elif not _still_use(use, parents):
+        elif id(use) not in still:
             touched.add(use.id)
     return {name for name in candidates if bindings[name] == 1 and name not in touched}
 
 
-def _still_use(name: ast.Name, parents: dict) -> bool:
-    """``model(x)`` or ``model.eval()``: a call of the module, or of a method that leaves it where it is."""
-    parent = parents.get(id(name))
-    if isinstance(parent, ast.Call) and parent.func is name:
-        return True
-    if isinstance(parent, ast.Attribute) and parent.attr in STILL_METHODS:
-        call = parents.get(id(parent))
-        return isinstance(call, ast.Call) and call.func is parent
-    return False
+def _still_callee(func: ast.expr) -> list:
+    """The module name a call leaves where it is: ``model`` of ``model(x)`` or ``model.eval()``."""
+    if isinstance(func, ast.Name):
+        return [func]
+    if isinstance(func, ast.Attribute) and func.attr in STILL_METHODS and isinstance(func.value, ast.Name):
+        return [func.value]
+    return []
