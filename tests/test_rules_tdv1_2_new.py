@@ -408,6 +408,28 @@ def test_tdv201_a_cpu_saved_file_named_in_steps_is_still_the_same_file():
     assert found(head + '"%s_opt_%s.pth"' + tail, TorchLoadWithoutMapLocation) == [11]
 
 
+def test_tdv201_a_state_bound_with_a_cpu_model_then_saved_is_a_cpu_file():
+    """``state = {"net": model.cpu() if use_cuda else model}`` then ``torch.save(state, p)``: the name
+    saved holds the model on the CPU, as a literal ``torch.save({"net": model.cpu()}, p)`` does. A
+    state bound without ``.cpu()``, or another name saved, is still a GPU file."""
+    source = """\
+        import torch
+        use_cuda = torch.cuda.is_available()
+        net = torch.nn.Linear(2, 2)
+        def save(acc):
+            state = {"net": net.cpu() if use_cuda else net, "acc": acc}
+            torch.save(state, "./checkpoint/ckpt.train")
+        def resume():
+            return torch.load("./checkpoint/ckpt.train")
+        def other():
+            return torch.load("./checkpoint/other.pt")
+        """
+    assert found(source, TorchLoadWithoutMapLocation) == [10]
+    assert found(source.replace("net.cpu() if use_cuda else net", "net"), TorchLoadWithoutMapLocation) == [8, 10]
+    other_name = source.replace("torch.save(state,", "torch.save(acc,")  # not the name bound with .cpu()
+    assert found(other_name, TorchLoadWithoutMapLocation) == [8, 10]
+
+
 @pytest.mark.parametrize("saved, loaded, reported", [
     ('"{}.pkl".format(epoch)', '"{}.pkl".format(best)', False),
     ('f"ckpt_{epoch}.pt"', 'f"ckpt_{best}.pt"', False),

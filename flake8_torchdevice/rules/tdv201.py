@@ -589,7 +589,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if name in TORCH_SAVES:
             self.note_save(node, position=1)
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
-            if value is not None and path is not None and _is_cpu_value(value.value):
+            if value is not None and path is not None and self._cpu_saved(value.value):
                 self._cpu_saved_names |= self._path_names(self.opened_path(path.value))
             elif value is not None and path is not None and is_self_attribute(value.value):
                 names = self._path_names(self.opened_path(path.value))
@@ -682,6 +682,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                     self._tensorless_loads.add(id(loaded))  # visited before the load it reads
                 else:
                     self._note_cpu_contents(loaded)
+
+    def _cpu_saved(self, value: cst.BaseExpression) -> bool:
+        """``torch.save(model.cpu(), f)``, also through the local name it was last bound to in this
+        scope (``state = {"net": model.cpu() if use_cuda else model}`` then ``torch.save(state, f)``)."""
+        bound = self._bound[-1].get(value.value) if isinstance(value, cst.Name) else None
+        return _is_cpu_value(value) or (bound is not None and _is_cpu_value(bound))
 
     def _from_numpy(self, expr: cst.BaseExpression) -> bool:
         bound = self._bound[-1].get(expr.value) if isinstance(expr, cst.Name) else None
