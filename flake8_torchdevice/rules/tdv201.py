@@ -219,7 +219,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       nowhere does it test for CUDA, choose the CPU or take a `device` parameter without a CUDA default (a
       BigGAN-style `utils.py` whose `load_weights(G, root)` sits beside `device="cuda"` factories), unless it runs a
       process per GPU (post-hoc, from the false findings labelled `gpu-required-context`);
-    - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to,
+    - a file whose name (`"trainfeat.pth"`) this module saves only values it moved with `.cpu()` / `.to("cpu")` to
+      (also through the local name it saves, as last bound in the saving scope: `state = {"net": model.cpu() if
+      use_cuda else model}` then `torch.save(state, "./checkpoint/ckpt.train")`; post-hoc, from v110's first read),
       or an attribute it reads with `.numpy()` elsewhere (`torch.save(self.log, "loss_log.pt")` beside
       `self.log[:, i].numpy()`: a CUDA tensor would fail there, so the log and its file are on the CPU), or a
       local value it reads with `.numpy()` in the scope that saves it (`torch.save(train, f"train_{v}.pt")`
