@@ -27,8 +27,10 @@ _NOT_PLACING = frozenset({
 
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 243 of 266 findings true or latent (91.4%) over the
-    held-out batches v2-v109 with the rules of 2026-12-06, session of 02:05 (v109's first read 1 of 1; v107's 3 of
+    r"""**On by default.** Precision on held-out user code: 247 of 271 findings true or latent (91.1%) over the
+    held-out batches v2-v112 with the rules of 2026-12-06, session of 04:33 (v111's first read 4 of 4, latent
+    `use_cuda=True` defaults a trainer overrides; v110's 0 of 1, a GPU-only benchmark's `device="cuda"`); 243 of 266
+    (91.4%) over v2-v109 with the rules of 2026-12-06, session of 02:05 (v109's first read 1 of 1; v107's 3 of
     3, latent `gpu=True` defaults beside a switch off by default and a `device="cuda"` default beside `--device
     cpu`); 238 of
     261 findings true or latent (91.2%) over the held-out batches v2-v104 (v104's first read 6 of 6, latent
