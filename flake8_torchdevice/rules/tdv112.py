@@ -21,7 +21,8 @@ LEAF_FACTORIES = frozenset(
 class ParameterMovedAfterCreation(Rule):
     r"""**On by default.** Precision on held-out user code: 7 of 7 findings true or latent over the held-out batches
     v2-v112 with the rules of 2026-12-06, session of 04:33 (v111's first read 2 of 2: capsule betas made lazily in
-    `forward` with `nn.Parameter(...).cuda()`); 5 of 5 over v2-v75 with the rules of 2026-12-03, session of 11:17 (two voice-cloning similarity parameters moved to the loss
+    `forward` with `nn.Parameter(...).cuda()`); 5 of 5 over v2-v75 with the rules of 2026-12-03, session of 11:17 (two
+    voice-cloning similarity parameters moved to the loss
     device, a book's model-parallel weights, an example that optimizes an image it moved under `no_grad`); 4 of 5
     before its post-hoc `requires_grad=False` exemption. Not a first read: the rule was written after a search of
     the corpus's text for `Parameter(...).to(` showed some of these lines, and after recall batches 56 and 57, whose

@@ -9,7 +9,8 @@ from ..rule import DEFINITION, Rule
 class LoaderSiblingNotMoved(FlowReports, Rule):
     r"""**On by default.** Precision on held-out user code: 5 of 12 judged findings (and 1 deliberate) over the
     held-out batches v2-v112 with the rules of 2026-12-06, session of 04:33 (v112's first read 1 of 1, test images fed
-    unmoved to the placed model; a validation loop's labels never moved, judged late, true); 3 of 11 over v2-v108 (v108's first read 0 of 1: a batch element the model's forward never reads); 3 of 10 over
+    unmoved to the placed model; a validation loop's labels never moved, judged late, true); 3 of 11 over v2-v108
+    (v108's first read 0 of 1: a batch element the model's forward never reads); 3 of 10 over
     v2-v100 with the rules of 2026-12-06, session of 23:49, post-hoc: a loader whose building the file does not
     show (a parameter, an attribute, the project's own loader class) shows no CPU batch unless an element is moved
     (v100's 2 false findings gone, nothing else on the 288 projects run; v100's first read 0 of 2); 2 of 9 judged
