@@ -9,7 +9,8 @@ trailing mark narrows a word to how it is used: ``device=`` a name given a
 value other than ``None`` with one ``=`` (a keyword argument; an assignment
 or default matches too), ``zeros(`` a name that is called or ends its line
 (an alias ``z = torch.zeros`` is called later), ``cuda:`` a name a colon
-follows, across a junction of joined literals (``"cuda:1"``); a leading dot
+follows, across a junction of joined literals (``"cuda:1"``), ``cuda"`` a name a
+quote follows at once (the end of a string literal: ``"cuda"``, ``'cuda'``); a leading dot
 and a trailing mark combine (``.cuda(``). It may over-match (a word in a comment costs a little parsing), never
 under-match: that is what makes skipping code without the words safe. A
 word split across joined string literals (``"cud" "a:1"`` is ``"cuda:1"``)
@@ -79,7 +80,7 @@ def _joined_words(source: str) -> list[tuple[int, str]]:
 
 def bare(word: str) -> str:
     word = word[1:] if word[:1] in ".*" else word
-    return word[:-1] if word[-1:] in "=(:" else word
+    return word[:-1] if word[-1:] in "=(:\"" else word
 
 
 # A group word standing for the calls of the file's module-level module classes that build on
@@ -156,6 +157,8 @@ def _form_holds(source: str, word: str, start: int, end: int) -> bool:
         return _before_call(source, end)
     if word[-1] == ":":
         return _before_colon(source, end)
+    if word[-1] == '"':
+        return source[end:end + 1] in ("'", '"')
     return True
 
 

@@ -49,7 +49,7 @@ def test_code_that_needs_cuda_anyway_breaks_no_choice_with_its_cuda_calls(needs)
 def test_rule_runs_only_where_cuda_meets_a_device_choice_or_a_cuda_check():
     # ``*cuda``: the code's own GPU switch (``if self.cuda:``, ``use_cuda``) is a CUDA check's stand-in.
     assert CudaMixedWithToDevice.GROUPS == (
-        frozenset({".cuda", "set_default_tensor_type", "set_default_device"}),
+        frozenset({".cuda", "set_default_tensor_type", "set_default_device", 'cuda"'}),
         frozenset({".to", "is_available", "device_count", "is_cuda", "*gpu", "*cuda"}))
     assert found("import torch\nx = torch.ones(1).cuda()\n") == []
 
@@ -74,6 +74,59 @@ CHOOSES = (
 def test_a_cuda_default_beside_a_device_choice(call, reported):
     """A CUDA default forces every new tensor onto the current GPU, as ``.cuda()`` does."""
     assert found(CHOOSES + call + "\n") == ([(4, "TDV101")] if reported else [])
+
+
+@pytest.mark.parametrize("placement, reported", [
+    ('model = get_model(device="cuda")', True),  # a foreign helper given the plain CUDA device
+    ('x = torch.ones(3).to("cuda")', True),
+    ("x = torch.ones(3).to(torch.device('cuda'))", True),
+    ('x = torch.zeros(3, device="cuda")', True),
+    ('x = torch.ones(3).to(device="cuda")', True),
+    ('x = torch.ones(3).to("cuda:0")', False),  # names its GPU, as .cuda(0) does
+    ("x = torch.ones(3).to(torch.device('cuda', 0))", False),
+    ('x = torch.ones(3).to("cpu")', False),
+    ('if torch.cuda.is_available():\n    x = torch.ones(3).to("cuda")', False),
+    ('assert torch.cuda.is_available()\nx = torch.ones(3).to("cuda")', False),
+])
+def test_the_plain_cuda_device_beside_a_device_choice(placement, reported):
+    """``x.to("cuda")`` or ``device="cuda"`` is a ``.cuda()`` spelt out: beside a device choice that
+    may be the CPU it breaks that choice (FunASR's ONNX export, a CLI's ``mace_mp(device="cuda")``)."""
+    source = CHOOSES + "from model import get_model\n" + placement + "\n"
+    assert found(source) == ([(5, "TDV101")] if reported else [])
+    assert found(source.replace(CHOOSES, "import torch\n")) == []  # no choice to break
+
+
+def test_the_plain_cuda_device_beside_a_collective_or_a_cuda_only_question():
+    """A plain "cuda" in a function that calls a ``torch.distributed`` collective serves NCCL, which
+    wants the current GPU; one beside a question only CUDA answers needs CUDA anyway. Elsewhere in the
+    same module it is still reported."""
+    source = CHOOSES + """\
+import torch.distributed as dist
+def synchronize(count, total):
+    t = torch.tensor([count, total], device="cuda")
+    dist.all_reduce(t)
+    return t
+def gather(data, world_size):
+    sizes = [torch.tensor([0], device="cuda") for _ in range(world_size)]
+    dist.all_gather(sizes, torch.tensor([len(data)], device="cuda"))
+    return sizes
+def name():
+    print(torch.cuda.get_device_name(0))
+    return torch.ones(1).to("cuda")
+def plain(x):
+    return x.to("cuda")
+"""
+    assert found(source) == [(17, "TDV101")]
+
+
+def test_a_cuda_assert_ends_the_cpu_path_for_every_cuda_call():
+    """``assert torch.cuda.is_available()`` fails without CUDA, as ``if not ...: raise`` does: the
+    rest of its block runs only where CUDA is."""
+    source = CHOOSES + "def f(m):\n    assert torch.cuda.is_available(), 'GPU only'\n    return m.cuda()\n"
+    assert found(source) == []
+    assert found(source.replace("    assert torch.cuda.is_available(), 'GPU only'\n", "")) == [(5, "TDV101")]
+    negated = source.replace("assert torch.cuda", "assert not torch.cuda")
+    assert found(negated) == [(6, "TDV101")]
 
 
 def test_a_cuda_default_under_main_guarded_or_without_a_choice():

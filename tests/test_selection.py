@@ -231,6 +231,10 @@ def test_issue_table_rows_are_found_by_their_code_alone(name):
         ("f(device=d)", "device=", 1),
         ("f(device  # why\n  = d)", "device=", 1),
         ("def f(device=None): return device == d", "device=", 0),
+        ('x.to("cuda")', 'cuda"', 1),
+        ("torch.device('cuda')", 'cuda"', 1),
+        ('f(device="cu" "da")', 'cuda"', 1),  # joined literals: over-match, never under-match
+        ('torch.cuda.is_available(); "cuda:0"; use_cuda', 'cuda"', 0),
     ],
 )
 def test_word_offsets(text, word, expected):

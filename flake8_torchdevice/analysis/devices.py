@@ -276,8 +276,23 @@ class DeviceScope:
         return False
 
     def cuda_bound(self) -> bool:
-        """Does this scope place something on literal CUDA, unguarded?"""
-        return any(name is None or self.literal(name) for name in self.literal_cuda)
+        """Does this scope need CUDA anyway, unguarded: a literal ordinal (``x.cuda(0)``, ``"cuda:0"``), a
+        question only CUDA answers, or a name every binding of which is a literal CUDA device? A placement
+        on the plain ``"cuda"`` device is no such need: TDV101 reads it as a ``.cuda()`` spelt out."""
+        return any(name is None or (name is not PLAIN_CUDA and self.literal(name)) for name in self.literal_cuda)
+
+
+# ``literal_cuda``'s entry for a placement on the plain ``"cuda"`` device (``x.to("cuda")``,
+# ``device=torch.device("cuda")``): TDV101 reads such a placement as a ``.cuda()`` spelt out.
+PLAIN_CUDA = "<the plain cuda device>"
+
+
+def plain_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
+    """``"cuda"`` or ``torch.device("cuda")``: CUDA without an ordinal, where ``.cuda()`` goes."""
+    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
+        first, index = argument(expr, 0, "type"), argument(expr, 1, "index")
+        return index is None and first is not None and string_value(first.value) == "cuda"
+    return string_value(expr) == "cuda"
 
 
 class DeviceChoice(AssignmentBindings):
@@ -386,7 +401,9 @@ class DeviceChoice(AssignmentBindings):
                 and self.names.qualify(func) in CUDA_ONLY_QUERIES:  # the name first: qualify is not free
             self.device_scope.literal_cuda.append(None)
         for target in device_targets(call):
-            if literal_first_cuda(target, self.names):
+            if plain_cuda(target, self.names):
+                self.device_scope.literal_cuda.append(PLAIN_CUDA)
+            elif literal_first_cuda(target, self.names):
                 self.device_scope.literal_cuda.append(None)
             elif isinstance(target, cst.Name) and is_device_name(target):
                 self.device_scope.literal_cuda.append(target.value)

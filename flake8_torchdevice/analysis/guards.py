@@ -417,3 +417,6 @@ class CudaGuards:
                 call = small.value
                 if self.names.qualify(call.func) == "torch.cuda.set_device" or is_nccl_init(call, self.names):
                     block.cuda_only = True
+            elif isinstance(small, cst.Assert) and is_cuda_test(small.test) \
+                    and not is_no_cuda_test(small.test, self.names):
+                block.cuda_only = True  # ``assert torch.cuda.is_available()``: an early exit without CUDA

