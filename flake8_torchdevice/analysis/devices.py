@@ -279,12 +279,7 @@ class DeviceScope:
         """Does this scope need CUDA anyway, unguarded: a literal ordinal (``x.cuda(0)``, ``"cuda:0"``), a
         question only CUDA answers, or a name every binding of which is a literal CUDA device? A placement
         on the plain ``"cuda"`` device is no such need: TDV101 reads it as a ``.cuda()`` spelt out."""
-        return any(name is None or (name is not PLAIN_CUDA and self.literal(name)) for name in self.literal_cuda)
-
-
-# ``literal_cuda``'s entry for a placement on the plain ``"cuda"`` device (``x.to("cuda")``,
-# ``device=torch.device("cuda")``): TDV101 reads such a placement as a ``.cuda()`` spelt out.
-PLAIN_CUDA = "<the plain cuda device>"
+        return any(name is None or self.literal(name) for name in self.literal_cuda)
 
 
 def plain_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
@@ -304,8 +299,8 @@ class DeviceChoice(AssignmentBindings):
     nothing when it is a CUDA program anyway: it starts an NCCL process
     group or a launcher that demands a GPU (``accelerator="gpu"``), or the worker it spawns (``mp.spawn(worker, ...)``,
     ``start_processes``) selects its GPU with an unconditional
-    ``torch.cuda.set_device``. A scope that places on literal CUDA unguarded
-    (``.to("cuda")``, ``device="cuda"``) is ``cuda_bound``. Read
+    ``torch.cuda.set_device``. A scope that places on a literal CUDA ordinal unguarded
+    (``.to("cuda:0")``, ``x.cuda(0)``) or asks a question only CUDA answers is ``cuda_bound``. Read
     ``chooses_device`` in ``leave_Module``, once the whole
     module is seen. Rules using it add ``DeviceChoice.READS``: the device
     names' bindings are read wherever they are."""
@@ -389,10 +384,10 @@ class DeviceChoice(AssignmentBindings):
                 self._spawned.add(target.value)
 
     def _note_literal_cuda(self, call: cst.Call) -> None:
-        """``x.to("cuda")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)``
-        with ``dev`` a literal CUDA device, ``x.cuda(0)`` (a literal ordinal), or a question only
-        CUDA answers (``torch.cuda.current_device()``, ``get_device_name(0)``): this scope needs
-        CUDA anyway."""
+        """``x.to("cuda:0")``, ``torch.zeros(3, device="cuda:0")``, ``x.to(dev)`` with ``dev`` a
+        literal CUDA device, ``x.cuda(0)`` (a literal ordinal), or a question only CUDA answers
+        (``torch.cuda.current_device()``, ``get_device_name(0)``): this scope needs CUDA anyway.
+        The plain ``"cuda"`` device is no such need: TDV101 reads it as a ``.cuda()`` spelt out."""
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and call.args \
                 and isinstance(call.args[0].value, cst.Integer) and call.args[0].keyword is None:
@@ -402,8 +397,8 @@ class DeviceChoice(AssignmentBindings):
             self.device_scope.literal_cuda.append(None)
         for target in device_targets(call):
             if plain_cuda(target, self.names):
-                self.device_scope.literal_cuda.append(PLAIN_CUDA)
-            elif literal_first_cuda(target, self.names):
+                continue  # no need of CUDA, but TDV101's mistake: a ``.cuda()`` spelt out
+            if literal_first_cuda(target, self.names):
                 self.device_scope.literal_cuda.append(None)
             elif isinstance(target, cst.Name) and is_device_name(target):
                 self.device_scope.literal_cuda.append(target.value)

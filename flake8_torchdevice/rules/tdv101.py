@@ -440,8 +440,7 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             self._calls_by_name.append((func.value, self._functions[-1][1], passed))
         if qualified in CUDA_LEGACY_CONSTRUCTORS:
             self._note_cuda(node, constructor=True)  # ``torch.cuda.FloatTensor(n)``: a new tensor's ``.cuda()``
-        if not self.cuda_guarded() and not (isinstance(func, cst.Name) and func.value == "dict") \
-                and any(plain_cuda(target, self.names) for target in device_targets(node)):
+        if not self.cuda_guarded() and self._places_on_plain_cuda(node):
             self._note_plain(node)  # ``x.to("cuda")``, ``load(device="cuda")``: a ``.cuda()`` spelt out
         if not isinstance(func, cst.Attribute):
             return
@@ -494,6 +493,12 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             function[0] if function is not None and not function[1] else None,
             constructor=constructor, cpu_value_branch=self.in_cpu_value_branch(),
         ))
+
+    def _places_on_plain_cuda(self, node: cst.Call) -> bool:
+        """``.to("cuda")`` or a ``device="cuda"`` keyword; ``dict(device="cuda")`` is a configuration."""
+        if isinstance(node.func, cst.Name) and node.func.value == "dict":
+            return False
+        return any(plain_cuda(target, self.names) for target in device_targets(node))
 
     def _note_plain(self, node: cst.Call) -> None:
         self._cuda_calls.append(_CudaCall(
