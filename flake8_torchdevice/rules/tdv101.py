@@ -282,7 +282,7 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
 
     CODE = "TDV101"
     NAME = "cuda-call-mixed-with-to-device"
-    SUMMARY = "`.cuda()` in a module that places things with `.to(device)`"
+    SUMMARY = '`.cuda()` (or the plain `"cuda"` device) in a module that places things with `.to(device)`'
     MESSAGE = (
         ".cuda() ignores the device this module chooses for .to(); on a machine "
         "without CUDA (or with device='cuda:1') it breaks: use .to(device) instead"
