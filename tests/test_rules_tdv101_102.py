@@ -96,6 +96,16 @@ def test_the_plain_cuda_device_beside_a_device_choice(placement, reported):
     assert found(source.replace(CHOOSES, "import torch\n")) == []  # no choice to break
 
 
+@pytest.mark.parametrize("name", ["DEVICE", "dev_name", "target"])
+def test_a_fallback_bound_to_any_name_is_a_device_choice(name):
+    """``DEVICE = "cuda" if torch.cuda.is_available() else "cpu"``: the fallback itself says the code may run on
+    the CPU, whatever the name holding it (mace-mp-umap's CLI, then ``mace_mp(device="cuda")``)."""
+    source = f'import torch\n{name} = "cuda" if torch.cuda.is_available() else "cpu"\n' \
+        'def f():\n    return mace_mp(model="m", device="cuda"), torch.ones(1).cuda()\n'
+    assert found(source) == [(4, "TDV101"), (4, "TDV101")]
+    assert found(source.replace('"cuda" if torch.cuda.is_available() else "cpu"', "torch.cuda.is_available()")) == []
+
+
 def test_the_plain_cuda_device_beside_a_collective_or_a_cuda_only_question():
     """A plain "cuda" in a function that calls a ``torch.distributed`` collective serves NCCL, which
     wants the current GPU; one beside a question only CUDA answers needs CUDA anyway. Elsewhere in the

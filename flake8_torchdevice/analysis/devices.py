@@ -349,7 +349,9 @@ class DeviceChoice(AssignmentBindings):
         self._statement_call = node.value if isinstance(node.value, cst.Call) else None
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name) and is_device_name(target):
+        if not isinstance(target, cst.Name):
+            return
+        if is_device_name(target):
             literal = storage_choice(value, self.names) or literal_first_cuda(value, self.names)
             if not literal and cpu_or_cuda(value, self.names):
                 # ``device = "cuda" if torch.cuda.is_available() else "cpu"``: the code's own choice,
@@ -357,6 +359,9 @@ class DeviceChoice(AssignmentBindings):
                 self.device_scope.moves.append(target.value)
             self.device_scope.bindings.setdefault(target.value, []).append(literal)
             self.device_scope.cuda_only.setdefault(target.value, []).append(cuda_only_device(value, self.names))
+        elif cpu_or_cuda(value, self.names):
+            # The fallback itself makes any name a device choice: ``DEVICE = "cuda" if ... else "cpu"``.
+            self.device_scope.moves.append(target.value)
 
     def is_statement(self, call: cst.Call) -> bool:
         """Is ``call`` a whole expression statement (``model.cuda()``)?"""
