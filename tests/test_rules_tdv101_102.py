@@ -106,6 +106,25 @@ def test_a_fallback_bound_to_any_name_is_a_device_choice(name):
     assert found(source.replace('"cuda" if torch.cuda.is_available() else "cpu"', "torch.cuda.is_available()")) == []
 
 
+def test_the_selection_keeps_a_fallback_bound_to_any_name():
+    """The selection may skip only what a rule's words rule out: a fallback bound to a name no device word names,
+    in a function of its own, is still read (TDV105, which shares the device choice, reports beside it)."""
+    from flake8_torchdevice.rules.tdv105 import CudaOnlyCallWithChosenDevice
+
+    source = textwrap.dedent("""\
+        import torch
+        def pick(x):
+            target = "cuda" if torch.cuda.is_available() else "cpu"
+            return target
+        def bench(x, y):
+            z = x.to(y)
+            torch.cuda.synchronize()
+            return z
+        """)
+    rule = [CudaOnlyCallWithChosenDevice]
+    assert found(source, rule) == found(source, rule, full=True) == [(7, "TDV105")]
+
+
 def test_the_plain_cuda_device_beside_a_collective_or_a_cuda_only_question():
     """A plain "cuda" in a function that calls a ``torch.distributed`` collective serves NCCL, which
     wants the current GPU; one beside a question only CUDA answers needs CUDA anyway. Elsewhere in the

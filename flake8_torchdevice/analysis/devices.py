@@ -303,9 +303,11 @@ class DeviceChoice(AssignmentBindings):
     (``.to("cuda:0")``, ``x.cuda(0)``) or asks a question only CUDA answers is ``cuda_bound``. Read
     ``chooses_device`` in ``leave_Module``, once the whole
     module is seen. Rules using it add ``DeviceChoice.READS``: the device
-    names' bindings are read wherever they are."""
+    names' bindings are read wherever they are, and so is a CUDA-or-CPU fallback bound to any name
+    (``DEVICE = "cuda" if torch.cuda.is_available() else "cpu"``: its CUDA literal ends ``cuda"`` or ``cuda:``)."""
 
-    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes", "*device", "dev", "accelerator"})
+    READS = frozenset({"init_process_group", "set_device", "spawn", "start_processes", "*device", "dev", "accelerator",
+                       'cuda"', "cuda:"})
     # Is ``.to("cpu")`` a choice of device (``is_device_move``)?
     CPU_CHOOSES = True
 
