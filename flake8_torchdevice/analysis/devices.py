@@ -284,10 +284,7 @@ class DeviceScope:
 
 def plain_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """``"cuda"`` or ``torch.device("cuda")``: CUDA without an ordinal, where ``.cuda()`` goes."""
-    if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
-        first, index = argument(expr, 0, "type"), argument(expr, 1, "index")
-        return index is None and first is not None and string_value(first.value) == "cuda"
-    return string_value(expr) == "cuda"
+    return _device_text(expr, names) == "cuda"
 
 
 class DeviceChoice(AssignmentBindings):
@@ -402,13 +399,20 @@ class DeviceChoice(AssignmentBindings):
         elif isinstance(func, cst.Attribute) and func.attr.value in _QUERY_NAMES \
                 and self.names.qualify(func) in CUDA_ONLY_QUERIES:  # the name first: qualify is not free
             self.device_scope.literal_cuda.append(None)
+        plain = False
         for target in device_targets(call):
             if plain_cuda(target, self.names):
-                continue  # no need of CUDA, but TDV101's mistake: a ``.cuda()`` spelt out
-            if literal_first_cuda(target, self.names):
+                plain = True  # no need of CUDA, but TDV101's mistake: a ``.cuda()`` spelt out
+            elif literal_first_cuda(target, self.names):
                 self.device_scope.literal_cuda.append(None)
             elif isinstance(target, cst.Name) and is_device_name(target):
                 self.device_scope.literal_cuda.append(target.value)
+        if plain:
+            self.note_plain_cuda(call)
+
+    def note_plain_cuda(self, call: cst.Call) -> None:
+        """An unguarded placement on the plain ``"cuda"`` device (``x.to("cuda")``, ``device="cuda"``):
+        for a rule that reads it (TDV101)."""
 
 
 # ``torch.cuda`` questions that initialise CUDA and raise without it (measured on a CPU build: "Torch not
@@ -456,10 +460,16 @@ def literal_first_cuda(expr: cst.BaseExpression, names: NameResolver) -> bool:
     """``"cuda:0"``, ``torch.device("cuda:0")``, ``torch.device("cuda", 0)``
     and the plain ``"cuda"``: the GPU ``.cuda()`` goes to in a one-GPU process
     (``"cuda:1"`` is a choice)."""
+    return _device_text(expr, names) in ("cuda", "cuda:0")
+
+
+def _device_text(expr: cst.BaseExpression, names: NameResolver) -> Optional[str]:
+    """The text of a literal device: ``"cuda"`` for itself or ``torch.device("cuda")``, ``"cuda:0"`` for
+    ``torch.device("cuda", 0)`` too; None where ``torch.device``'s ordinal is no integer literal."""
     if isinstance(expr, cst.Call) and names.qualify(expr.func) == "torch.device":
         first, index = argument(expr, 0, "type"), argument(expr, 1, "index")
         text = string_value(first.value) if first is not None else None
-        if index is not None:
-            return text == "cuda" and isinstance(index.value, cst.Integer) and index.value.value == "0"
-        return text in ("cuda", "cuda:0")
-    return string_value(expr) in ("cuda", "cuda:0")
+        if index is None:
+            return text
+        return f"cuda:{index.value.value}" if text == "cuda" and isinstance(index.value, cst.Integer) else None
+    return string_value(expr)

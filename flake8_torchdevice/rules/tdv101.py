@@ -12,12 +12,10 @@ from ..analysis.devices import (
     DeviceScope,
     cuda_only_device,
     device_argument,
-    device_targets,
     is_device_move,
     is_cuda_call,
     is_device_name,
     is_module_receiver,
-    plain_cuda,
     sets_cuda_default,
 )
 from ..analysis.guards import AVAILABILITY_WORDS, CudaGuards, availability_test, is_cuda_flag
@@ -443,8 +441,6 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             self._calls_by_name.append((func.value, self._functions[-1][1], passed))
         if qualified in CUDA_LEGACY_CONSTRUCTORS:
             self._note_cuda(node, constructor=True)  # ``torch.cuda.FloatTensor(n)``: a new tensor's ``.cuda()``
-        if not self.cuda_guarded() and self._places_on_plain_cuda(node):
-            self._note_plain(node)  # ``x.to("cuda")``, ``load(device="cuda")``: a ``.cuda()`` spelt out
         if not isinstance(func, cst.Attribute):
             return
         if func.attr.value == "to" and self._moves_to_cuda_only(node):
@@ -497,13 +493,11 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             constructor=constructor, cpu_value_branch=self.in_cpu_value_branch(),
         ))
 
-    def _places_on_plain_cuda(self, node: cst.Call) -> bool:
-        """``.to("cuda")`` or a ``device="cuda"`` keyword; ``dict(device="cuda")`` is a configuration."""
+    def note_plain_cuda(self, node: cst.Call) -> None:
+        """``x.to("cuda")``, ``load(device="cuda")``: a ``.cuda()`` spelt out (``DeviceChoice`` calls this where
+        unguarded); ``dict(device="cuda")`` is a configuration."""
         if isinstance(node.func, cst.Name) and node.func.value == "dict":
-            return False
-        return any(plain_cuda(target, self.names) for target in device_targets(node))
-
-    def _note_plain(self, node: cst.Call) -> None:
+            return
         self._cuda_calls.append(_CudaCall(
             node, self.context.statement, self._depth > 0, self._main is not None, self.device_scope, False, False,
             plain=True,

@@ -687,14 +687,18 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                 else:
                     self._note_cpu_contents(loaded)
 
+    def _binding(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """What the name ``expr`` was last bound to in this scope (None for anything else)."""
+        return self._bound[-1].get(expr.value) if isinstance(expr, cst.Name) else None
+
     def _cpu_saved(self, value: cst.BaseExpression) -> bool:
         """``torch.save(model.cpu(), f)``, also through the local name it was last bound to in this
         scope (``state = {"net": model.cpu() if use_cuda else model}`` then ``torch.save(state, f)``)."""
-        bound = self._bound[-1].get(value.value) if isinstance(value, cst.Name) else None
+        bound = self._binding(value)
         return _is_cpu_value(value) or (bound is not None and _is_cpu_value(bound))
 
     def _from_numpy(self, expr: cst.BaseExpression) -> bool:
-        bound = self._bound[-1].get(expr.value) if isinstance(expr, cst.Name) else None
+        bound = self._binding(expr)
         return isinstance(bound, cst.Call) and self.names.qualify(bound.func) == "torch.from_numpy"
 
     def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
@@ -702,7 +706,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         tensors, as a CUDA one would fail at ``.numpy()`` on any machine (a ``.cpu()`` between says nothing)."""
         while isinstance(value, (cst.Subscript, cst.Attribute)):
             value = value.value
-        bound = self._bound[-1].get(value.value) if isinstance(value, cst.Name) else None
+        bound = self._binding(value)
         if isinstance(bound, cst.Call):
             self._tensorless_loads.add(id(bound))
 
