@@ -290,12 +290,12 @@ def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
     assert codes(train + main.format(wrap="")) == [("TDV602", 7)]
 
 
-@pytest.mark.parametrize("element, found", [("data_info", []), ("file_names", []), ("mask", [("TDV602", 7)])])
+@pytest.mark.parametrize("element, found", [("data_info", []), ("file_names", []), ("mask", [("TDV602", 8)])])
 def test_a_batchs_metadata_handed_to_a_placed_model_is_no_tensor(element, found):
-    # ``model(data_in, data_info)``: a model may take the batch's file names beside its tensors.
+    # ``model(data_info)``: a model may take the batch's file names, whatever the loop moved.
     source = (
         f"def run(loader):\n    model = nn.Linear(4, 2).cuda()\n    for data_in, {element} in loader:\n"
-        f"        model(data_in.cuda(), {element})\n"
+        f"        data_in = data_in.cuda()\n        model({element})\n"
     )
     assert codes(source) == found
 
@@ -1453,7 +1453,7 @@ def predict(model, dataloader, device):
 def test_a_loader_the_file_does_not_build_shows_no_cpu_batch_unless_an_element_is_moved(loader):
     source = "from dataset import DataLoader\n" + _UNMOVED_BATCH.replace("in dataloader", f"in {loader}")
     assert codes(source) == []
-    moved = source.replace("        out = model(src)", "        src = src.to(device)\n        out = model(src, trg)")
+    moved = source.replace("        out = model(src)", "        src = src.to(device)\n        out = model(src) + trg")
     assert codes(moved) == [("TDV602", 12)]
 
 
@@ -1535,3 +1535,33 @@ def test_names_unpacked_from_a_model_answer_may_be_no_tensor(read, reported):
         f"    scores = model(xs)\n    decoded, _ = model(xs)\n    return {read}",
     ).replace("    score, (ratio, _) = model(xs)\n", "")
     assert codes(source) == reported
+
+
+_CHOSEN = '''\
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 2).to(device)
+
+
+def evaluate(dataset):
+    for offsets, feats, labels in torch.utils.data.DataLoader(dataset):
+        feats = feats.to(device)
+        pred = model(CALL)
+'''
+
+
+@pytest.mark.parametrize("call", [
+    "offsets, feats",  # the loop moved feats for this call and left offsets: graph offsets, crop boxes
+    "feats, crops=offsets",
+    "offsets, feats.float()",  # a value derived from the moved sibling
+    "offsets, labels.to(device)",  # a sibling moved inline, in the call itself
+])
+def test_an_element_handed_to_a_placed_module_beside_a_moved_sibling_was_chosen_to_stay(call):
+    assert codes(_CHOSEN.replace("CALL", call)) == []
+
+
+@pytest.mark.parametrize("call, line", [
+    ("offsets", 11),  # nothing moved beside it: the module's weights meet the CPU batch
+    ("feats) + offsets.sum(", 11),  # it meets the placed output in arithmetic
+])
+def test_an_element_left_behind_is_still_reported_where_no_moved_sibling_goes_with_it(call, line):
+    assert codes(_CHOSEN.replace("CALL", call)) == [("TDV602", line)]

@@ -204,7 +204,7 @@ class Calls:
         element: loops move their batches."""
         placed = module.derived(PLACED, label=module.label)
         for arg, value in args:
-            if value is None or on_purpose(arg) or module.scatters:
+            if value is None or on_purpose(arg) or module.scatters or _chosen_to_stay(value, args):
                 continue
             for part in _parts(arg, value):
                 if not (module.local and part.kind != SIBLING):
@@ -355,6 +355,15 @@ class Calls:
         for i, a in enumerate(values):
             for b in values[i + 1:]:
                 self.meet(node, a, b)
+
+
+def _chosen_to_stay(value: Value, args) -> bool:
+    """A loader element handed to a module beside a sibling the loop moved (``x = batch["image"].to(device)``;
+    ``model(x, crops=batch["crop"])``): the loop chose which elements the module gets on the device, as it keeps
+    ``pack_padded_sequence``'s lengths, crop coordinates or graph offsets on the CPU."""
+    if value.kind != SIBLING:
+        return False
+    return any(other is not None and other.kind == PLACED and other.moved_from is value.loop for _, other in args)
 
 
 def _parts(arg: "cst.Arg", value: Value) -> list:

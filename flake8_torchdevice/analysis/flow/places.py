@@ -39,6 +39,8 @@ class Places:
         moved = Value(PLACED, label, local=local, param=param)
         moved.scatters = receiver is not None and receiver.scatters
         moved.ctc = receiver is not None and receiver.ctc  # ``nn.CTCLoss().to(device)``
+        if receiver is not None and receiver.kind == SIBLING:
+            moved.moved_from = receiver.loop
         return moved
 
     def configured_self_device(self, expr: cst.Attribute) -> bool:

@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked",
+        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked", "moved_from",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -43,6 +43,7 @@ class Value:
         # An element unpacked from one: on the module's device if it is a tensor, but maybe none (``ner_out, decoded,
         # loss = model(x)`` with ``decoded`` a CRF's Python lists), so ``np.array`` of it says nothing.
         self.unpacked = False
+        self.moved_from: Optional["Loop"] = None  # a loader element moved to a device: the loop it came from
 
     @property
     def label(self) -> str:
@@ -64,6 +65,7 @@ class Value:
         copy.scatters = self.scatters
         copy.outputs = self.outputs
         copy.unpacked = self.unpacked
+        copy.moved_from = self.moved_from
         return copy
 
 
