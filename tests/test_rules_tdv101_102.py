@@ -791,3 +791,40 @@ def test_every_torch_loss_the_vocabulary_calls_free_holds_no_tensor():
             continue
         module = kind()
         assert not list(module.parameters()) and not list(module.buffers()), name
+
+
+SCRIPT_RUN = """
+import torch
+from torch import nn
+
+
+def run_exp(use_cuda):
+    cuda = True
+    model = nn.Linear(2, 2)
+    if cuda:
+        model.cuda()
+    return model
+
+
+if __name__ == "__main__":
+    model = run_exp(True)
+    PREDICT
+"""
+
+
+@pytest.mark.parametrize("predict, reported", [
+    ("out = model(torch.ones(1, 2).cuda())", [(16, "TDV101")]),  # the run with the switch off breaks here
+    ("out = model(torch.cuda.FloatTensor(1, 2))", [(16, "TDV101")]),  # a CUDA constructor is the same placement
+    ("if torch.cuda.is_available():\n        out = model(torch.ones(1, 2).cuda())", []),  # guarded
+    ("model.cuda()", []),  # a module placed unguarded: the program needs a GPU anyway
+])
+def test_the_scripts_own_run_outside_the_switch_that_places_its_model(predict, reported):
+    source = SCRIPT_RUN.replace("PREDICT", predict)
+    assert found(source) == reported
+    assert found(source, full=True) == reported
+
+
+def test_a_switch_that_only_keeps_tensors_asks_nothing_of_the_scripts_run():
+    source = SCRIPT_RUN.replace("model.cuda()", "buffer = torch.zeros(2).cuda()").replace(
+        "PREDICT", "out = model(torch.ones(1, 2).cuda())")
+    assert found(source) == []
