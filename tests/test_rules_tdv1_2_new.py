@@ -111,7 +111,9 @@ def test_tdv201_fix_makes_no_new_evidence():
     assert found(resume(""), TorchLoadWithoutMapLocation) == [13]
     assert found(resume(', map_location="cpu"'), TorchLoadWithoutMapLocation) == []
     assert found(resume(', "cpu"'), TorchLoadWithoutMapLocation) == []
-    assert found(resume(', map_location="cpu"') + "device = 'cpu'\n", TorchLoadWithoutMapLocation) == [9]
+    # A real CPU path is evidence (a fallback: a program naming only the CPU that saves its own files reads them)
+    fallback = "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    assert found(resume(', map_location="cpu"') + fallback, TorchLoadWithoutMapLocation) == [9]
 
 
 def test_tdv201_is_silent_in_a_function_that_needs_a_gpu_anyway():
@@ -1303,3 +1305,38 @@ def test_tdv201_a_save_helper_then_a_load_of_the_same_path_in_one_scope(save, lo
     )
     load = _load_line(source)
     assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
+CPU_PROGRAM = '''
+import torch
+
+device = torch.device("cpu")
+
+
+def main(args):
+    if args.resume:
+        state = torch.load(args.resume)
+    model = torch.nn.Linear(2, 2).to(device)
+    torch.save({"model": model.state_dict()}, args.out)
+'''
+
+
+@pytest.mark.parametrize("change, reported", [
+    (None, False),  # names no GPU, chooses the CPU, saves: what it reads is what it wrote, on the CPU
+    ('device = torch.device("cpu")  # switch to "cuda" on a GPU', False),  # a comment is no code
+    ('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', True),  # it may save from a GPU
+    ('device = torch.device("cpu")\n"""Runs on a GPU too."""', True),  # a string that names the GPU counts
+    ('device = torch.accelerator.current_accelerator() if args.accel else torch.device("cpu")', True),
+    ('device = "mps" if args.mps else "cpu"', True),  # another accelerator saves its own tensors too
+    ('torch.save({"model": model.state_dict()}, args.out)', True),  # (removed below) it saves nothing itself
+])
+def test_a_cpu_only_program_loads_what_it_saved(change, reported):
+    source = CPU_PROGRAM
+    if change is not None and change.startswith("torch.save"):
+        source = source.replace("    " + change + "\n", "")
+    elif change is not None:
+        source = source.replace('device = torch.device("cpu")', change)
+    lines = found(source, TorchLoadWithoutMapLocation)
+    assert lines == ([_load_line(textwrap.dedent(source))] if reported else [])
+    full = check_source(textwrap.dedent(source), rules=(TorchLoadWithoutMapLocation,), full=True, strict=True)
+    assert [v.line for v in full.violations] == lines
