@@ -26,8 +26,9 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 93.7% (178 of 190 over v2-v114 with the rules of 2026-12-06,
-    session of 07:10; v113's and v114's first reads give none, nor does the script run outside a GPU switch, read
+    r"""**On by default.** Precision on held-out user code: 93.8% (180 of 192 over v2-v115 with the rules of 2026-12-06,
+    session of 07:10; v115's first read 2 of 2, a test script's torchsummary inputs on the plain "cuda" device beside a
+    `cuda:0`-or-CPU choice; v113's and v114's first reads give none, nor does the script run outside a GPU switch, read
     since); 93.7% (178 of 190 over v2-v112 with the rules of 2026-12-06, session of 04:33; a fallback bound to an
     upper-case `DEVICE` read as a choice, first read 2 of 2, a serving notebook's `.cuda()` beside it; the plain "cuda"
     form's first read, the form written before the corpus was linted with it, 13 of 22: true, DPM sampler copies moving

@@ -45,19 +45,21 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 81.9% (795 of 971 findings true or latent over the held-out
-    batches v2-v114 with the rules of 2026-12-06, session of 07:10; v114's first read 1 of 3: true, an A3C player
-    loading what its GPU evaluation process saved, beside a `--gpu_id -1` CPU path; false, two CPU-only A3C projects'
-    own files, one a worker's gradient file named by its rank); 82.0% (794 of 968 over v2-v113 with the same rules,
-    whose post-hoc change, a program that names no device but the CPU and saves its own checkpoints, removed 10 false
-    findings (seven copies of a course's CPU-only seq2seq homework, three vendored Transformer-XL corpus caches) and
-    nothing right; v113's first read 7 of 7, pose training scripts, a checkpoint helper and demo notebooks loading
-    GPU-trained checkpoints beside a CPU path); 81.1% (787 of 971 over v2-v112 with the rules of 2026-12-06, session of
-    04:33; v112's first read 2 of 2; v110's 4 of 9, whose post-hoc change, a checkpoint dict bound with a CPU-moved
-    model and then saved, removed 4 of its 5 false findings and nothing right; 81.0%, 781 of 964, over v2-v109 with the
-    rules of 2026-12-06, session of 02:05; v109's first read 5 of 7, false two files without tensors; v108's 4 of 5,
-    false an early stopper's best model reloaded in the same function; 772 of 952 over v2-v107, whose post-hoc change, a
-    save path spelled through a local string constant read back in the run, removed 13 false findings and nothing right;
+    r"""**On by default.** Precision on held-out user code: 82.0% (800 of 976 findings true or latent over the held-out
+    batches v2-v115 with the rules of 2026-12-06, session of 07:10; v115's first read 5 of 5: PPO resumes and a
+    trainer's CPU branch loading what CUDA-if-available training saved, a network class reading back its own
+    checkpoint); 81.9% (795 of 971 over v2-v114; v114's first read 1 of 3: true, an A3C player loading what its GPU
+    evaluation process saved, beside a `--gpu_id -1` CPU path; false, two CPU-only A3C projects' own files, one a
+    worker's gradient file named by its rank); 82.0% (794 of 968 over v2-v113 with the same rules, whose post-hoc
+    change, a program that names no device but the CPU and saves its own checkpoints, removed 10 false findings (seven
+    copies of a course's CPU-only seq2seq homework, three vendored Transformer-XL corpus caches) and nothing right;
+    v113's first read 7 of 7, pose training scripts, a checkpoint helper and demo notebooks loading GPU-trained
+    checkpoints beside a CPU path); 81.1% (787 of 971 over v2-v112 with the rules of 2026-12-06, session of 04:33;
+    v112's first read 2 of 2; v110's 4 of 9, whose post-hoc change, a checkpoint dict bound with a CPU-moved model and
+    then saved, removed 4 of its 5 false findings and nothing right; 81.0%, 781 of 964, over v2-v109 with the rules of
+    2026-12-06, session of 02:05; v109's first read 5 of 7, false two files without tensors; v108's 4 of 5, false an
+    early stopper's best model reloaded in the same function; 772 of 952 over v2-v107, whose post-hoc change, a save
+    path spelled through a local string constant read back in the run, removed 13 false findings and nothing right;
     v107's first read 12 of 28, false 13 notebooks reloading the weights their own training cell saved and 3 reloads of
     a model method's save in the same run; 81.1%, 760 of 937 findings true or latent over the held-out batches v2-v106
     with the rules of 2026-12-06, session of 23:49; v106's first read 7 of 7, v105's 4 of 7, false a dataset split and

@@ -8,9 +8,9 @@ from ..rule import DEFINITION, Rule
 
 class LoaderSiblingNotMoved(FlowReports, Rule):
     r"""**On by default.** Precision on held-out user code: 5 of 8 judged findings (and 1 deliberate) over the held-out
-    batches v2-v114 with the rules of 2026-12-06, session of 07:10, post-hoc: an element handed to a placed module
+    batches v2-v115 with the rules of 2026-12-06, session of 07:10, post-hoc: an element handed to a placed module
     beside a sibling the loop moved was chosen to stay (4 false findings gone, v47's crop boxes and v108's graph
-    offsets, nothing else on the 526 projects run, recall unchanged; v113's and v114's first reads give none); 5 of 12
+    offsets, nothing else on the 526 projects run, recall unchanged; v113's to v115's first reads give none); 5 of 12
     over v2-v112 with the rules of 2026-12-06, session of 04:33 (v112's first read 1 of 1, test images fed unmoved to
     the placed model; a validation loop's labels never moved, judged late, true); 3 of 11 over v2-v108 (v108's first
     read 0 of 1: a batch element the model's forward never reads); 3 of 10 over v2-v100 with the rules of 2026-12-06,
