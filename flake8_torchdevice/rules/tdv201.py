@@ -453,14 +453,14 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def leave_Module(self, node: cst.Module) -> None:
         # Only now is the whole module known: does it meet machines without the saving GPU?
+        if self._cpu_only_program():
+            return  # it reads back what it wrote on the CPU
         for attribute, names in self._saved_attributes:
             if attribute in self._numpy_attributes:
                 self._cpu_saved_names |= names  # a class saving its CPU log or statistics
         # Module code that places on CUDA unguarded, beside no CPU path of its own: no machine without a GPU
         # imports the module; a ``__main__`` block likewise runs only where CUDA is.
         cuda_only = bool(self._loads) and not self.uses_gpus_per_process and cuda_at_import(self.names)
-        if self._cpu_only_program():
-            return
         for load in self._loads:
             if cuda_only or (load.in_main and not self.uses_gpus_per_process and main_requires_cuda(self.names)):
                 continue
