@@ -46,9 +46,9 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
     r"""**On by default.** Precision on held-out user code: 82.0% (800 of 976 findings true or latent over the held-out
-    batches v2-v115 with the rules of 2026-12-06, session of 07:10; v115's first read 5 of 5: PPO resumes and a
-    trainer's CPU branch loading what CUDA-if-available training saved, a network class reading back its own
-    checkpoint); 81.9% (795 of 971 over v2-v114; v114's first read 1 of 3: true, an A3C player loading what its GPU
+    batches v2-v116 with the rules of 2026-12-06, session of 07:10 (v116 gives none); v115's first read 5 of 5: PPO
+    resumes and a trainer's CPU branch loading what CUDA-if-available training saved, a network class reading back its
+    own checkpoint); 81.9% (795 of 971 over v2-v114; v114's first read 1 of 3: true, an A3C player loading what its GPU
     evaluation process saved, beside a `--gpu_id -1` CPU path; false, two CPU-only A3C projects' own files, one a
     worker's gradient file named by its rank); 82.0% (794 of 968 over v2-v113 with the same rules, whose post-hoc
     change, a program that names no device but the CPU and saves its own checkpoints, removed 10 false findings (seven
