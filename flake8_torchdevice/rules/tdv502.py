@@ -59,8 +59,6 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
     - `out=` (it decides the device);
     - a module whose code sets a default device that may be CUDA at import (`torch.set_default_device(device)`):
       every factory without `device=` is made there (TDV504's page says which calls count);
-    - a module whose code sets a default device that may be CUDA at import (`torch.set_default_device(device)`):
-      every factory without `device=` is made there (TDV504's page says which calls count);
     - parameters never used as tensors (`torch.ones(4) * rank`), and parameters typed or
       defaulted as numbers or strings (`eps=1e-6`, `num_classes: int`).
 
