@@ -541,6 +541,9 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
         # ``model.cuda()`` with no check at all (moco's ``else: model.cuda()`` beside
         # ``if args.gpu is not None:``): the program needs CUDA, and a GPU option is no check.
         needs_cuda = any(call.module for call in self._cuda_calls)
+        # The code's own GPU switch guards placing a module, and nothing else needs CUDA: the program runs with
+        # the switch off, on the CPU.
+        runs_switched_off = self._switch_places_module and not needs_cuda
         for call in self._cuda_calls:
             # A scope that needs CUDA anyway (a literal ordinal, a CUDA-only question) breaks no choice; the plain
             # "cuda" device is no such need, but the mistake itself. NCCL wants the current GPU: a plain "cuda"
@@ -560,9 +563,9 @@ class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
             elif checked or ((id(call.scope) in self._option_checked or switched) and not needs_cuda):
                 # ``if args.gpu is not None: x.cuda(args.gpu)``; ``y.cuda(args.gpu)``, where CUDA may be missing
                 message = self.BESIDE_CHECK if checked or id(call.scope) in self._option_checked else self.BESIDE_SWITCH
-            elif self._switch_places_module and not needs_cuda and (flag := self._switch_not_passed(call)):
+            elif runs_switched_off and (flag := self._switch_not_passed(call)):
                 message = self.NOT_PASSED.format(flag=flag)
-            elif self._switch_places_module and not needs_cuda and not call.in_function:
+            elif runs_switched_off and not call.in_function:
                 # The script's own run (module code, ``__main__``) with the switch off: it needs CUDA here.
                 message = self.SCRIPT_SWITCH
             elif call.named or not self.chooses_device:
