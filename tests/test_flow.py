@@ -1457,6 +1457,19 @@ def test_a_loader_the_file_does_not_build_shows_no_cpu_batch_unless_an_element_i
     assert codes(moved) == [("TDV602", 12)]
 
 
+@pytest.mark.parametrize("binding", [
+    "loader = DataLoader(data)",  # the project's own loader class, bound to a name before the loop
+    "loader = DictDataLoader(data, batch_size=2)",
+    "loader = tqdm(DictDataLoader(data))",
+])
+def test_a_name_bound_to_the_projects_own_loader_shows_no_cpu_batch_unless_an_element_is_moved(binding):
+    source = "from dataset import DataLoader, DictDataLoader\n" + _UNMOVED_BATCH.replace(
+        "    for src, trg in dataloader:", f"    {binding}\n    for src, trg in loader:")
+    assert codes(source) == []
+    moved = source.replace("        out = model(src)", "        src = src.to(device)\n        out = model(src) + trg")
+    assert codes(moved) == [("TDV602", 13)]
+
+
 @pytest.mark.parametrize("loader", [
     "torch.utils.data.DataLoader(data)",
     "loader",  # bound below to torch's DataLoader

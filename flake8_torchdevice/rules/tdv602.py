@@ -87,9 +87,12 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     - an element fed to a placed model, with no element of its batch moved, from a loader whose building the file
       does not show: a parameter that no call of module code fills with a loader it builds (`def predict(model,
       dataloader, device)`, also through a name bound to it on any branch, `loader = dataloader`), an attribute
-      (`self.val_loader`), or a loader class of the project's own (`from dataset import DataLoader`): its dataset may
-      have placed its tensors when it was built (post-hoc, from v100's first read: a time-series `Dataset` that moves
-      every series to the device, served through a parameter and through the project's own `DataLoader`);
+      (`self.val_loader`), or a loader class of the project's own (`from dataset import DataLoader`), in the loop's
+      header or bound to a name first (`dataloader = DictDataLoader(dataset)`): its dataset may have placed its
+      tensors when it was built, or the loader may make its batches on a device (post-hoc, from v100's first read: a
+      time-series `Dataset` that moves every series to the device, served through a parameter and through the
+      project's own `DataLoader`; from v120's: an NLP template's `DictDataLoader`, whose batches are made on CUDA
+      when it is there);
     - elements read after the batch is handed to one of its own methods with a device that may be CUDA
       (`batch.to_torch_(device)`, a container's in-place `batch.to(device)` as PyG's `Data.to` is, `batch.cuda()`):
       it may hold placed tensors from there on (an element read before it is still the CPU tensor);

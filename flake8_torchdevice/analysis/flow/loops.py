@@ -48,9 +48,11 @@ class Loops:
             foreign = isinstance(value, cst.Name) and self.foreign_loader(value.value, env)
             (self.loaders.add if is_loader else self.loaders.discard)(name)
             (self.foreign.add if foreign else self.foreign.discard)(name)
-            # Unshown once any binding is (a parameter's alias too: ``dataloader = data``); shown again
-            # only where rebound to a loader the file builds.
-            if value is not None and (is_loader or isinstance(value, cst.Name)) and self.unshown_loader(value, env):
+            # Unshown once any binding is (a parameter's alias too: ``dataloader = data``; a loader class
+            # of the project's own, ``dataloader = DictDataLoader(...)``, as it is in the loop's header);
+            # shown again only where rebound to a loader the file builds.
+            if value is not None and (is_loader or isinstance(value, (cst.Name, cst.Call))) \
+                    and self.unshown_loader(value, env):
                 self.unshown.add(name)
             elif is_loader:
                 self.unshown.discard(name)
