@@ -45,9 +45,15 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 82.0% (802 of 978 findings true or latent over the held-out
-    batches v2-v117 with the rules of 2026-12-06, session of 07:10 (v117's first read 2 of 2, an RNN project's
-    checkpoint helpers; v116 gives none); v115's first read 5 of 5: PPO resumes and a trainer's CPU branch loading what
+    r"""**On by default.** Precision on held-out user code: 81.4% (838 of 1029 findings true or latent over the held-out
+    batches v2-v121 with the rules of 2026-12-06, session of 09:26 (v118's first read 14 of 18: DDPG agents' load
+    helpers beside CUDA-if-available training, the false four in modules that rebind their device to the CPU at once;
+    v119's 11 of 15: intent chatbots loading the `data.pth` their training script writes from CUDA when available, one
+    committed with CUDA storages; v120's 4 of 9: a template's resumes of optimizer state saved on GPUs beside
+    `--no_cuda`, the false ones data files and argument namespaces; v121's 7 of 9: word2vec checkpoints trained under
+    `--cuda`, the false two GPU-only notebooks)); 82.0% (802 of 978 findings true or latent over the held-out batches
+    v2-v117 with the rules of 2026-12-06, session of 07:10 (v117's first read 2 of 2, an RNN project's checkpoint
+    helpers; v116 gives none); v115's first read 5 of 5: PPO resumes and a trainer's CPU branch loading what
     CUDA-if-available training saved, a network class reading back its own checkpoint); 81.9% (795 of 971 over v2-v114;
     v114's first read 1 of 3: true, an A3C player loading what its GPU evaluation process saved, beside a `--gpu_id -1`
     CPU path; false, two CPU-only A3C projects' own files, one a worker's gradient file named by its rank); 82.0% (794
