@@ -1461,13 +1461,21 @@ def test_a_loader_the_file_does_not_build_shows_no_cpu_batch_unless_an_element_i
     "loader = DataLoader(data)",  # the project's own loader class, bound to a name before the loop
     "loader = DictDataLoader(data, batch_size=2)",
     "loader = tqdm(DictDataLoader(data))",
+    "loader = get_loader(data)",  # a function of the project's own that builds it
 ])
 def test_a_name_bound_to_the_projects_own_loader_shows_no_cpu_batch_unless_an_element_is_moved(binding):
-    source = "from dataset import DataLoader, DictDataLoader\n" + _UNMOVED_BATCH.replace(
+    source = "from dataset import DataLoader, DictDataLoader, get_loader\n" + _UNMOVED_BATCH.replace(
         "    for src, trg in dataloader:", f"    {binding}\n    for src, trg in loader:")
     assert codes(source) == []
     moved = source.replace("        out = model(src)", "        src = src.to(device)\n        out = model(src) + trg")
     assert codes(moved) == [("TDV602", 13)]
+
+
+def test_a_name_bound_by_a_helper_of_this_file_is_a_loader_of_cpu_batches():
+    source = _UNMOVED_BATCH.replace("    for src, trg in dataloader:", "    loader = make_loader(data)\n"
+                                    "    for src, trg in loader:")
+    helper = "def make_loader(data):\n    return torch.utils.data.DataLoader(data)\n\n\n"
+    assert codes(helper + source) == [("TDV602", 15)]
 
 
 @pytest.mark.parametrize("loader", [

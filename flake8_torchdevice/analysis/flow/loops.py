@@ -89,10 +89,11 @@ class Loops:
     def unshown_loader(self, iterable, env: dict) -> bool:
         """A loader whose building the file does not show: a parameter (``def predict(model,
         dataloader, device)``; not one module code calls the function with a loader it builds), an
-        attribute (``self.val_loader``), or a loader class of the project's own (``from dataset import
-        DataLoader``). Its dataset may hold tensors already placed (a ``Dataset`` that moves its data to
-        the device when built), so only a moved element shows CPU batches. ``DataLoader(...)`` of
-        torch, in this scope or module code, shows them."""
+        attribute (``self.val_loader``), or a call of the project's own, a loader class or a function
+        that builds one (``from dataset import DataLoader``, ``from data import get_loader``). Its
+        dataset may hold tensors already placed (a ``Dataset`` that moves its data to the device when
+        built), so only a moved element shows CPU batches. ``DataLoader(...)`` of torch, in this scope
+        or module code, shows them."""
         if isinstance(iterable, cst.Name):
             known = env.get(iterable.value)
             param = known is not None and known.kind == INPUT and known.param and iterable.value not in self.shown
