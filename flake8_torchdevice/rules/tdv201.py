@@ -45,62 +45,64 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 81.4% (838 of 1029 findings true or latent over the held-out
-    batches v2-v121 with the rules of 2026-12-06, session of 09:26 (v118's first read 14 of 18: DDPG agents' load
-    helpers beside CUDA-if-available training, the false four in modules that rebind their device to the CPU at once;
-    v119's 11 of 15: intent chatbots loading the `data.pth` their training script writes from CUDA when available, one
-    committed with CUDA storages; v120's 4 of 9: a template's resumes of optimizer state saved on GPUs beside
-    `--no_cuda`, the false ones data files and argument namespaces; v121's 7 of 9: word2vec checkpoints trained under
-    `--cuda`, the false two GPU-only notebooks)); 82.0% (802 of 978 findings true or latent over the held-out batches
-    v2-v117 with the rules of 2026-12-06, session of 07:10 (v117's first read 2 of 2, an RNN project's checkpoint
-    helpers; v116 gives none); v115's first read 5 of 5: PPO resumes and a trainer's CPU branch loading what
-    CUDA-if-available training saved, a network class reading back its own checkpoint); 81.9% (795 of 971 over v2-v114;
-    v114's first read 1 of 3: true, an A3C player loading what its GPU evaluation process saved, beside a `--gpu_id -1`
-    CPU path; false, two CPU-only A3C projects' own files, one a worker's gradient file named by its rank); 82.0% (794
-    of 968 over v2-v113 with the same rules, whose post-hoc change, a program that names no device but the CPU and saves
-    its own checkpoints, removed 10 false findings (seven copies of a course's CPU-only seq2seq homework, three vendored
-    Transformer-XL corpus caches) and nothing right; v113's first read 7 of 7, pose training scripts, a checkpoint
-    helper and demo notebooks loading GPU-trained checkpoints beside a CPU path); 81.1% (787 of 971 over v2-v112 with
-    the rules of 2026-12-06, session of 04:33; v112's first read 2 of 2; v110's 4 of 9, whose post-hoc change, a
-    checkpoint dict bound with a CPU-moved model and then saved, removed 4 of its 5 false findings and nothing right;
-    81.0%, 781 of 964, over v2-v109 with the rules of 2026-12-06, session of 02:05; v109's first read 5 of 7, false two
-    files without tensors; v108's 4 of 5, false an early stopper's best model reloaded in the same function; 772 of 952
-    over v2-v107, whose post-hoc change, a save path spelled through a local string constant read back in the run,
-    removed 13 false findings and nothing right; v107's first read 12 of 28, false 13 notebooks reloading the weights
-    their own training cell saved and 3 reloads of a model method's save in the same run; 81.1%, 760 of 937 findings
-    true or latent over the held-out batches v2-v106 with the rules of 2026-12-06, session of 23:49; v106's first read 7
-    of 7, v105's 4 of 7, false a dataset split and two vendored data caches; 81.1%, 749 of 923, over v2-v104; v104's
-    first read 19 of 38, false 12 loads of published ImageNet weights in one package's vendored copies of re-id projects
-    and 6 of checkpoints another script saves with `.cpu()`; 82.5%, 730 of 885, over v2-v103; v103's first read 6 of 8,
-    false a CUDA-only project's load helper and a script whose imported configuration requires CUDA at import; v102's
-    first read 4 of 4, prediction, inference and export code with a CPU fallback or option loading what its
-    CUDA-if-available training saves; v100's first read 2 of 3, v101's 2 of 3: true, a time-series classifier's and a
-    FaceNet pipeline's loads of what their own save methods write from a CUDA-if-available device; false, a CPU-only
-    project's trainer file and a copy of facenet-pytorch's published weights); 83% (688 of 827 findings true or latent
-    over the held-out batches v2-v93 with the rules of 2026-12-04, session of 21:03; v93's first read 3 of 3, a CIFAR
-    inference engine and two resumes beside CPU paths); 83% (685 of 824 findings true or latent over the held-out
-    batches v2-v92 with the rules of 2026-12-04, session of 21:03; v92's first read 2 of 4: an inference script's and a
-    template's resume loads beside CPU fallbacks, true; two helpers loading published pretrained BERT weights, false;
-    v91 gives none); 83% (683 of 820 findings true or latent over the held-out batches v2-v90 with the rules of
-    2026-12-04, session of 21:03; v89's first read 2 of 2, a tutorial's resume and translation loads beside a device
-    choice that falls back to MPS or the CPU; v90's 4 of 4, a UI helper, a test script and a resume under a CUDA switch
-    or a CPU fallback, and a latent whole-model loader); 83% (677 of 814 findings true or latent over the held-out
-    batches v2-v88 with the rules of 2026-12-04, session of 18:37; v88's first read 1 of 1, a policy-gradient script
-    with a CPU fallback loading the agent it saves from `cuda:0`); 83% (676 of 813 findings true or latent over the
-    held-out batches v2-v87 with the rules of 2026-12-04, session of 18:37; v87's first read 6 of 6, U-Net training and
-    test scripts with a CPU fallback resuming from or loading what their CUDA-when-available training saved); 83% (670
-    of 807 findings true or latent over the held-out batches v2-v86 with the rules of 2026-12-04, session of 18:37,
-    whose last post-hoc change, a save helper's file read back in the same scope, removed 1 false finding (v86's
-    trainer) and nothing right; 83% (670 of 808 findings true or latent over the held-out batches v2-v86 with the rules
-    of 2026-12-04, session of 18:37; v86's first read 3 of 7: true, an LSTM script's resume and prediction and a
-    trainer's prediction loading what CUDA-when-available training saved; false, the load helpers of an agent that sets
-    `torch.device("cuda")` itself, a trainer that reloads the file its own method saved a line before, a CPU-only
-    project's helper); 83% (667 of 801 findings true or latent over the held-out batches v2-v85 with the rules of
-    2026-12-04, session of 18:37, whose last post-hoc change, a loaded tensor divided by one made with
-    `torch.from_numpy`, removed 5 false findings (one project's universal perturbations) and nothing right; 667 of 806
-    before it, whose post-hoc change before that, a library load in a file written only for GPUs, removed 18 false
-    findings and 3 latent (two per-process loads of dinov2 copies, a course trainer whose defaults and calls all say
-    CUDA); 670 of 827 before it (v85's first read 10 of 10, MNIST inference, test and training scripts with a CPU
+    r"""**On by default.** Precision on held-out user code: 81.5% (853 of 1047 findings true or latent over the held-out
+    batches v2-v122 with the rules of 2026-12-06, session of 09:26 (v122's first read 15 of 18: test and predict scripts
+    loading what their folder's `train.py` saves from cuda if available; false, three loads of a file to which a trainer
+    saves `load_state_dict`'s result, no tensors)); 81.4% (838 of 1029 findings true or latent over the held-out batches
+    v2-v121 with the rules of 2026-12-06, session of 09:26 (v118's first read 14 of 18: DDPG agents' load helpers beside
+    CUDA-if-available training, the false four in modules that rebind their device to the CPU at once; v119's 11 of 15:
+    intent chatbots loading the `data.pth` their training script writes from CUDA when available, one committed with
+    CUDA storages; v120's 4 of 9: a template's resumes of optimizer state saved on GPUs beside `--no_cuda`, the false
+    ones data files and argument namespaces; v121's 7 of 9: word2vec checkpoints trained under `--cuda`, the false two
+    GPU-only notebooks)); 82.0% (802 of 978 findings true or latent over the held-out batches v2-v117 with the rules of
+    2026-12-06, session of 07:10 (v117's first read 2 of 2, an RNN project's checkpoint helpers; v116 gives none);
+    v115's first read 5 of 5: PPO resumes and a trainer's CPU branch loading what CUDA-if-available training saved, a
+    network class reading back its own checkpoint); 81.9% (795 of 971 over v2-v114; v114's first read 1 of 3: true, an
+    A3C player loading what its GPU evaluation process saved, beside a `--gpu_id -1` CPU path; false, two CPU-only A3C
+    projects' own files, one a worker's gradient file named by its rank); 82.0% (794 of 968 over v2-v113 with the same
+    rules, whose post-hoc change, a program that names no device but the CPU and saves its own checkpoints, removed 10
+    false findings (seven copies of a course's CPU-only seq2seq homework, three vendored Transformer-XL corpus caches)
+    and nothing right; v113's first read 7 of 7, pose training scripts, a checkpoint helper and demo notebooks loading
+    GPU-trained checkpoints beside a CPU path); 81.1% (787 of 971 over v2-v112 with the rules of 2026-12-06, session of
+    04:33; v112's first read 2 of 2; v110's 4 of 9, whose post-hoc change, a checkpoint dict bound with a CPU-moved
+    model and then saved, removed 4 of its 5 false findings and nothing right; 81.0%, 781 of 964, over v2-v109 with the
+    rules of 2026-12-06, session of 02:05; v109's first read 5 of 7, false two files without tensors; v108's 4 of 5,
+    false an early stopper's best model reloaded in the same function; 772 of 952 over v2-v107, whose post-hoc change, a
+    save path spelled through a local string constant read back in the run, removed 13 false findings and nothing right;
+    v107's first read 12 of 28, false 13 notebooks reloading the weights their own training cell saved and 3 reloads of
+    a model method's save in the same run; 81.1%, 760 of 937 findings true or latent over the held-out batches v2-v106
+    with the rules of 2026-12-06, session of 23:49; v106's first read 7 of 7, v105's 4 of 7, false a dataset split and
+    two vendored data caches; 81.1%, 749 of 923, over v2-v104; v104's first read 19 of 38, false 12 loads of published
+    ImageNet weights in one package's vendored copies of re-id projects and 6 of checkpoints another script saves with
+    `.cpu()`; 82.5%, 730 of 885, over v2-v103; v103's first read 6 of 8, false a CUDA-only project's load helper and a
+    script whose imported configuration requires CUDA at import; v102's first read 4 of 4, prediction, inference and
+    export code with a CPU fallback or option loading what its CUDA-if-available training saves; v100's first read 2 of
+    3, v101's 2 of 3: true, a time-series classifier's and a FaceNet pipeline's loads of what their own save methods
+    write from a CUDA-if-available device; false, a CPU-only project's trainer file and a copy of facenet-pytorch's
+    published weights); 83% (688 of 827 findings true or latent over the held-out batches v2-v93 with the rules of
+    2026-12-04, session of 21:03; v93's first read 3 of 3, a CIFAR inference engine and two resumes beside CPU paths);
+    83% (685 of 824 findings true or latent over the held-out batches v2-v92 with the rules of 2026-12-04, session of
+    21:03; v92's first read 2 of 4: an inference script's and a template's resume loads beside CPU fallbacks, true; two
+    helpers loading published pretrained BERT weights, false; v91 gives none); 83% (683 of 820 findings true or latent
+    over the held-out batches v2-v90 with the rules of 2026-12-04, session of 21:03; v89's first read 2 of 2, a
+    tutorial's resume and translation loads beside a device choice that falls back to MPS or the CPU; v90's 4 of 4, a UI
+    helper, a test script and a resume under a CUDA switch or a CPU fallback, and a latent whole-model loader); 83% (677
+    of 814 findings true or latent over the held-out batches v2-v88 with the rules of 2026-12-04, session of 18:37;
+    v88's first read 1 of 1, a policy-gradient script with a CPU fallback loading the agent it saves from `cuda:0`); 83%
+    (676 of 813 findings true or latent over the held-out batches v2-v87 with the rules of 2026-12-04, session of 18:37;
+    v87's first read 6 of 6, U-Net training and test scripts with a CPU fallback resuming from or loading what their
+    CUDA-when-available training saved); 83% (670 of 807 findings true or latent over the held-out batches v2-v86 with
+    the rules of 2026-12-04, session of 18:37, whose last post-hoc change, a save helper's file read back in the same
+    scope, removed 1 false finding (v86's trainer) and nothing right; 83% (670 of 808 findings true or latent over the
+    held-out batches v2-v86 with the rules of 2026-12-04, session of 18:37; v86's first read 3 of 7: true, an LSTM
+    script's resume and prediction and a trainer's prediction loading what CUDA-when-available training saved; false,
+    the load helpers of an agent that sets `torch.device("cuda")` itself, a trainer that reloads the file its own method
+    saved a line before, a CPU-only project's helper); 83% (667 of 801 findings true or latent over the held-out batches
+    v2-v85 with the rules of 2026-12-04, session of 18:37, whose last post-hoc change, a loaded tensor divided by one
+    made with `torch.from_numpy`, removed 5 false findings (one project's universal perturbations) and nothing right;
+    667 of 806 before it, whose post-hoc change before that, a library load in a file written only for GPUs, removed 18
+    false findings and 3 latent (two per-process loads of dinov2 copies, a course trainer whose defaults and calls all
+    say CUDA); 670 of 827 before it (v85's first read 10 of 10, MNIST inference, test and training scripts with a CPU
     fallback loading what their training saved from CUDA when available); 81% (660 of 817 findings true or latent over
     the held-out batches v2-v84 with the rules of 2026-12-04, session of 18:37, whose post-hoc change, a CUDA branch
     whose `else` returns before the load (`if use_gpu: ... else: return`), removed 1 false finding and nothing right;
