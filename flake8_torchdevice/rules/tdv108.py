@@ -27,48 +27,51 @@ _NOT_PLACING = frozenset({
 
 
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 292 of 325 findings true or latent (89.8%) over the held-out
-    batches v2-v122 with the rules of 2026-12-06, session of 09:26 (v122's first read 40 of 40, all in one project:
-    helpers' `device="cuda"` defaults beside notebooks and scripts that choose cuda if available else the CPU, some of
-    whose calls omit the device); 252 of 285 findings true or latent (88.4%) over the held-out batches v2-v121 with the
-    rules of 2026-12-06, session of 09:26 (v120's first read 4 of 8: a template's loss and data-module `device="cuda"`
-    defaults beside a `--device` option, one of them never passed by its training script; false, a CUDA-only template's
-    trainer defaults; v121's 1 of 1, a `cuda=True` default that its script's own call omits while `--cuda` is off by
-    default); 247 of 276 findings true or latent (89.5%) over the held-out batches v2-v116 with the rules of 2026-12-06,
-    session of 07:10 (v116's first read 0 of 5: a CUDA-only few-shot project's mixup helpers defaulting `use_cuda=True`,
-    whose scripts move every batch with an unguarded `.cuda()` and never pass the switch; the switch's own branch reads
-    as the scripts' CPU path; v113 to v115 give none); 247 of 271 (91.1%) over v2-v112 with the rules of 2026-12-06,
-    session of 04:33 (v111's first read 4 of 4, latent `use_cuda=True` defaults a trainer overrides; v110's 0 of 1, a
-    GPU-only benchmark's `device="cuda"`); 243 of 266 (91.4%) over v2-v109 with the rules of 2026-12-06, session of
-    02:05 (v109's first read 1 of 1; v107's 3 of 3, latent `gpu=True` defaults beside a switch off by default and a
-    `device="cuda"` default beside `--device cpu`); 238 of 261 findings true or latent (91.2%) over the held-out batches
-    v2-v104 (v104's first read 6 of 6, latent `use_gpu=True` defaults of loss libraries); 232 of 255 findings true or
-    latent (91.0%) over the held-out batches v2-v103 with the rules of 2026-12-06, session of 23:49 (v101's first read 1
-    of 1 and v102's 3 of 3: a template's `run(..., device="cuda:0")` its training script calls without the device it
-    chose, and latent public defaults; v103's 0 of 1, an unused `use_gpu=True` default in a CUDA-only project); 224 of
-    246 findings true or latent (91.1%) over the held-out batches v2-v90 with the rules of 2026-12-04, session of 21:03
-    (v90's first read 4 of 4: a mixup target whose caller omits the `cuda` default, and three latent defaults of data
-    helpers); 220 of 242 findings true or latent (90.9%) over the held-out batches v2-v88 with the rules of 2026-12-04,
-    session of 18:37 (v88's first read 1 of 1, a replay memory's latent `cuda:0` defaults); 219 of 241 findings true or
-    latent (90.9%) over the held-out batches v2-v87 with the rules of 2026-12-04, session of 18:37 (v87's first read 2
-    of 2, latent CUDA defaults of a project class and a public display helper); 217 of 239 findings true or latent
-    (90.8%) over the held-out batches v2-v84 with the rules of 2026-12-04, session of 18:37 (v84's first read 3 of 3,
-    latent CUDA defaults of the public constructors of a vendored face-detection library); 201 of 223 findings true or
-    latent (90.1%) over the held-out batches v2-v58 with the rules of 2026-12-03, session of 00:16 (v58's first read: 5
-    of 5, latent CUDA defaults of a project that falls back to the CPU elsewhere); 196 of 218 (89.9%) over the held-out
-    batches v2-v55 with the rules of 2026-12-02, session of 21:29 (v55's first read: 30 of 30, a project's
-    `use_cuda=True` switches beside its `ngpu > 0 and torch.cuda.is_available()` scripts; the two false findings of a
-    seed broadcast's CUDA default are not reported since); 164 of 188 (87.2%) over v2-v53 with the rules of 2026-12-02
-    (v53's first read: 0 of 7, a CUDA-only GAN project's defaults; v52's: 2 of 2; v51's: 3 of 3; v50's: 2 of 2; v45's: 5
-    of 5, v47's 3 of 4, v48's 25 of 27; the switch `__init__` stores for another method, at its first read: 7 of 8;
-    v39's first read 2 of 2; v41's 7 of 8, the false one a GPU notebook, which a notebook read as a program now leaves
-    alone; v43's 2 of 6, the false ones the model classes of a project whose every device is a GPU); 99 of 107 (93%)
-    over v2-v34 with the rules of 2026-12-01 (2 of 5 at v34's first read: a CUDA-only project's defaults); 49 of 50
-    (98%) over v2-v22 (none in v18, v20, v21 or v22); at its first reads 49 of 56 in v2-v15, 0 of 3 in v16, 1 of 1 in
-    v17, 3 of 3 in v19 (84%). The classes of those false ones (`impl="cuda"`, a kernel choice; a device only compared; a
-    CUDA-only script's defaults) are no longer reported (docs/precision.md). The switch on by default (`cuda=True`, from
-    recall batch 15), over the whole corpus when it was added: 28 of 32 true or latent (87%; 17 of them one model zoo's
-    selector); the 4 false ones are GPU-only code whose callers all pass the switch or rely on the GPU by design.
+    r"""**On by default.** Precision on held-out user code: 299 of 332 findings true or latent (90.1%) over the held-out
+    batches v2-v124 with the rules of 2026-12-06, session of 10:44 (v123's first read 3 of 3 and v124's 4 of 4, all
+    latent: `device="cuda"` and `cuda=True` defaults whose callers pass the device); 292 of 325 findings true or latent
+    (89.8%) over the held-out batches v2-v122 with the rules of 2026-12-06, session of 09:26 (v122's first read 40 of
+    40, all in one project: helpers' `device="cuda"` defaults beside notebooks and scripts that choose cuda if available
+    else the CPU, some of whose calls omit the device); 252 of 285 findings true or latent (88.4%) over the held-out
+    batches v2-v121 with the rules of 2026-12-06, session of 09:26 (v120's first read 4 of 8: a template's loss and
+    data-module `device="cuda"` defaults beside a `--device` option, one of them never passed by its training script;
+    false, a CUDA-only template's trainer defaults; v121's 1 of 1, a `cuda=True` default that its script's own call
+    omits while `--cuda` is off by default); 247 of 276 findings true or latent (89.5%) over the held-out batches
+    v2-v116 with the rules of 2026-12-06, session of 07:10 (v116's first read 0 of 5: a CUDA-only few-shot project's
+    mixup helpers defaulting `use_cuda=True`, whose scripts move every batch with an unguarded `.cuda()` and never pass
+    the switch; the switch's own branch reads as the scripts' CPU path; v113 to v115 give none); 247 of 271 (91.1%) over
+    v2-v112 with the rules of 2026-12-06, session of 04:33 (v111's first read 4 of 4, latent `use_cuda=True` defaults a
+    trainer overrides; v110's 0 of 1, a GPU-only benchmark's `device="cuda"`); 243 of 266 (91.4%) over v2-v109 with the
+    rules of 2026-12-06, session of 02:05 (v109's first read 1 of 1; v107's 3 of 3, latent `gpu=True` defaults beside a
+    switch off by default and a `device="cuda"` default beside `--device cpu`); 238 of 261 findings true or latent
+    (91.2%) over the held-out batches v2-v104 (v104's first read 6 of 6, latent `use_gpu=True` defaults of loss
+    libraries); 232 of 255 findings true or latent (91.0%) over the held-out batches v2-v103 with the rules of
+    2026-12-06, session of 23:49 (v101's first read 1 of 1 and v102's 3 of 3: a template's `run(..., device="cuda:0")`
+    its training script calls without the device it chose, and latent public defaults; v103's 0 of 1, an unused
+    `use_gpu=True` default in a CUDA-only project); 224 of 246 findings true or latent (91.1%) over the held-out batches
+    v2-v90 with the rules of 2026-12-04, session of 21:03 (v90's first read 4 of 4: a mixup target whose caller omits
+    the `cuda` default, and three latent defaults of data helpers); 220 of 242 findings true or latent (90.9%) over the
+    held-out batches v2-v88 with the rules of 2026-12-04, session of 18:37 (v88's first read 1 of 1, a replay memory's
+    latent `cuda:0` defaults); 219 of 241 findings true or latent (90.9%) over the held-out batches v2-v87 with the
+    rules of 2026-12-04, session of 18:37 (v87's first read 2 of 2, latent CUDA defaults of a project class and a public
+    display helper); 217 of 239 findings true or latent (90.8%) over the held-out batches v2-v84 with the rules of
+    2026-12-04, session of 18:37 (v84's first read 3 of 3, latent CUDA defaults of the public constructors of a vendored
+    face-detection library); 201 of 223 findings true or latent (90.1%) over the held-out batches v2-v58 with the rules
+    of 2026-12-03, session of 00:16 (v58's first read: 5 of 5, latent CUDA defaults of a project that falls back to the
+    CPU elsewhere); 196 of 218 (89.9%) over the held-out batches v2-v55 with the rules of 2026-12-02, session of 21:29
+    (v55's first read: 30 of 30, a project's `use_cuda=True` switches beside its `ngpu > 0 and
+    torch.cuda.is_available()` scripts; the two false findings of a seed broadcast's CUDA default are not reported
+    since); 164 of 188 (87.2%) over v2-v53 with the rules of 2026-12-02 (v53's first read: 0 of 7, a CUDA-only GAN
+    project's defaults; v52's: 2 of 2; v51's: 3 of 3; v50's: 2 of 2; v45's: 5 of 5, v47's 3 of 4, v48's 25 of 27; the
+    switch `__init__` stores for another method, at its first read: 7 of 8; v39's first read 2 of 2; v41's 7 of 8, the
+    false one a GPU notebook, which a notebook read as a program now leaves alone; v43's 2 of 6, the false ones the
+    model classes of a project whose every device is a GPU); 99 of 107 (93%) over v2-v34 with the rules of 2026-12-01 (2
+    of 5 at v34's first read: a CUDA-only project's defaults); 49 of 50 (98%) over v2-v22 (none in v18, v20, v21 or
+    v22); at its first reads 49 of 56 in v2-v15, 0 of 3 in v16, 1 of 1 in v17, 3 of 3 in v19 (84%). The classes of those
+    false ones (`impl="cuda"`, a kernel choice; a device only compared; a CUDA-only script's defaults) are no longer
+    reported (docs/precision.md). The switch on by default (`cuda=True`, from recall batch 15), over the whole corpus
+    when it was added: 28 of 32 true or latent (87%; 17 of them one model zoo's selector); the 4 false ones are GPU-only
+    code whose callers all pass the switch or rely on the GPU by design.
 
     ## What it does
     Flags the default of a function's parameter when it is a CUDA device (`"cuda"`,

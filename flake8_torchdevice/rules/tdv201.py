@@ -45,10 +45,14 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 81.5% (853 of 1047 findings true or latent over the held-out
-    batches v2-v122 with the rules of 2026-12-06, session of 09:26 (v122's first read 15 of 18: test and predict scripts
-    loading what their folder's `train.py` saves from cuda if available; false, three loads of a file to which a trainer
-    saves `load_state_dict`'s result, no tensors)); 81.4% (838 of 1029 findings true or latent over the held-out batches
+    r"""**On by default.** Precision on held-out user code: 80.7% (861 of 1067 findings true or latent over the held-out
+    batches v2-v124 with the rules of 2026-12-06, session of 10:44 (v123's first read 5 of 5: resumes and visualizations
+    of what CUDA-if-available training saved; v124's 3 of 15: latent, a GPU-only program's `-ckpt` saved on a chosen
+    ordinal; false, 12 loads of a forecasting package's best models, which the same object saved to paths it keeps in
+    attributes earlier in the session)); 81.5% (853 of 1047 findings true or latent over the held-out batches v2-v122
+    with the rules of 2026-12-06, session of 09:26 (v122's first read 15 of 18: test and predict scripts loading what
+    their folder's `train.py` saves from cuda if available; false, three loads of a file to which a trainer saves
+    `load_state_dict`'s result, no tensors)); 81.4% (838 of 1029 findings true or latent over the held-out batches
     v2-v121 with the rules of 2026-12-06, session of 09:26 (v118's first read 14 of 18: DDPG agents' load helpers beside
     CUDA-if-available training, the false four in modules that rebind their device to the CPU at once; v119's 11 of 15:
     intent chatbots loading the `data.pth` their training script writes from CUDA when available, one committed with
