@@ -1340,3 +1340,60 @@ def test_a_cpu_only_program_loads_what_it_saved(change, reported):
     assert lines == ([_load_line(textwrap.dedent(source))] if reported else [])
     full = check_source(textwrap.dedent(source), rules=(TorchLoadWithoutMapLocation,), full=True, strict=True)
     assert [v.line for v in full.violations] == lines
+
+
+_OBJECT = """\
+import torch
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Trainer:
+    def __init__(self, model, start=None):
+        self.model = model.to(device)
+        self.best = None
+        self.files = {}
+
+    def fit(self, name):
+        best = None
+        path = name + ".pt"
+        torch.save(self.model.state_dict(), path)
+        best = path
+        return best
+
+    def train(self):
+        BINDING
+
+    def evaluate(self):
+        self.model.load_state_dict(torch.load(LOADED))
+"""
+
+
+@pytest.mark.parametrize("binding, loaded, reported", [
+    ('self.best = self.fit("a")', "self.best", False),  # a method that returns the path it saved to
+    ('self.files["a"] = self.fit("a")', 'self.files["a"]', False),  # kept in a dict
+    ('path = "a.pt"\n        torch.save(self.model.state_dict(), path)\n        self.best = path', "self.best", False),
+    ("self.best = start_path", "self.best", True),  # a path from elsewhere
+    ('self.best = self.fit("a")\n        self.best += ".bak"', "self.best", True),  # changed afterwards
+    ('self.best = "a.pt"', "self.best", True),  # named, not saved here
+    ('self.other = self.fit("a")', "self.best", True),  # another attribute
+])
+def test_tdv201_a_path_the_object_saved_to_and_kept(binding, loaded, reported):
+    source = _OBJECT.replace("BINDING", binding).replace("LOADED", loaded)
+    assert found(source, TorchLoadWithoutMapLocation) == ([_load_line(source)] if reported else [])
+    # The attribute also bound to a constructor's argument may name another machine's file.
+    from_argument = source.replace("self.best = None", "self.best = start")
+    from_argument = from_argument.replace("self.files = {}", "self.files = start")
+    assert found(from_argument, TorchLoadWithoutMapLocation) == [_load_line(source)]
+
+
+@pytest.mark.parametrize("calls, reported", [
+    ("reload(self.best)", False),
+    ("reload(self.best)\n        reload(start_path)", True),  # one call hands another file
+    ("pass", True),  # never called here: a path of unknown origin
+])
+def test_tdv201_a_nested_helper_given_the_object_path(calls, reported):
+    source = _OBJECT.replace("BINDING", 'self.best = self.fit("a")').replace(
+        "        self.model.load_state_dict(torch.load(LOADED))\n",
+        f"        def reload(path):\n            return torch.load(path)\n\n        {calls}\n",
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == ([_load_line(source)] if reported else [])

@@ -164,6 +164,17 @@ def subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:
         stack.extend(children(node, _fields_of(type(node))))
 
 
+def own_subtree(root: "cst.CSTNode") -> Iterator["cst.CSTNode"]:
+    """``subtree`` without the insides of nested functions, classes and lambdas: the code
+    that runs in ``root``'s own scope (a nested definition itself is yielded, not entered)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if node is root or not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node, _fields_of(type(node))))
+
+
 _FIELDS: dict = {}
 
 
