@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable, Iterator, Optional
 
 from .._lazy import cst
+from .checkpoints import file_argument
 from .code import argument, is_self_attribute, layout_free, own_subtree, param_names, subtree
 from ..rule import is_none
 
@@ -20,8 +21,9 @@ def saved_attributes(class_node: cst.ClassDef, is_save: Callable[[cst.Call], boo
     nothing but a path one of its methods saved to (or an empty start: ``None``, ``{}``)."""
     methods = [node for node in class_node.body.body if isinstance(node, cst.FunctionDef)]
     facts = [(method, _MethodFacts(method, is_save)) for method in methods]
-    names = {method.name.value for method in methods}
-    returning = frozenset(names - {method.name.value for method, fact in facts if not fact.returns_saved()})
+    # A method name every definition of which returns a path it saved to (``return best``).
+    failing = {method.name.value for method, fact in facts if not fact.returns_saved()}
+    returning = frozenset(method.name.value for method in methods) - failing
     good, bad, judged = set(), set(), set()
     for method, fact in facts:
         for target, value in _stores(own_subtree(method)):
@@ -62,7 +64,7 @@ class _MethodFacts:
     def __init__(self, method: cst.FunctionDef, is_save: Callable[[cst.Call], bool]) -> None:
         nodes = list(own_subtree(method))
         saves = [node for node in nodes if isinstance(node, cst.Call) and is_save(node)]
-        self.saved = {layout_free(arg.value) for arg in (argument(call, 1, "f") for call in saves) if arg is not None}
+        self.saved = {key for key in (file_argument(call, 1) for call in saves) if key is not None}
         self.bindings: dict[str, list] = {}
         for node in nodes:
             if isinstance(node, cst.Assign):
