@@ -828,3 +828,24 @@ def test_a_switch_that_only_keeps_tensors_asks_nothing_of_the_scripts_run():
     source = SCRIPT_RUN.replace("model.cuda()", "buffer = torch.zeros(2).cuda()").replace(
         "PREDICT", "out = model(torch.ones(1, 2).cuda())")
     assert found(source) == []
+
+
+@pytest.mark.parametrize("flag, reported", [
+    ('args["cuda"]', False),  # a GPU switch kept in a mapping is a CUDA test
+    ('cfg["use_gpu"]', False),
+    ('args["verbose"]', True),  # any other key is not
+])
+def test_a_cuda_flag_kept_in_a_mapping_guards_its_cuda_call(flag, reported):
+    source = f"""
+    import torch
+    args = {{"cuda": torch.cuda.is_available(), "verbose": False}}
+    cfg = {{"use_gpu": args["cuda"]}}
+    device = torch.device("cuda" if args["cuda"] else "cpu")
+    model = torch.nn.Linear(2, 2).to(device)
+
+    def batch(x):
+        if {flag}:
+            x = x.cuda()
+        return x
+    """
+    assert found(source, [CudaMixedWithToDevice]) == ([(10, "TDV101")] if reported else [])

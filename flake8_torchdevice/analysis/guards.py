@@ -108,6 +108,8 @@ def is_cuda_test(expr: cst.CSTNode) -> bool:
         # ``x.is_cuda``, ``args.cuda``, ``use_gpu``.
         if isinstance(node, cst.Name) and CUDA_WORD.search(node.value):
             return True
+        if isinstance(node, cst.Index) and CUDA_WORD.search(string_value(node.value) or ""):
+            return True  # a flag kept in a mapping: ``args["cuda"]``, ``cfg["use_gpu"]``
     return False
 
 
