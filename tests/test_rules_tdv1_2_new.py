@@ -135,9 +135,38 @@ def test_tdv201_is_silent_in_a_function_that_needs_a_gpu_anyway():
     assert found(guarded, TorchLoadWithoutMapLocation) == [6]
     per_process = source.replace('device = "cuda"', 'device = os.environ["LOCAL_RANK"] and "cuda"')
     assert found(per_process, TorchLoadWithoutMapLocation) == [6]
-    # A script's own .cuda() at module level may be the mistake: it does not silence.
+    # A script's own stray .cuda() at module level may be the mistake: it does not silence.
     script = "import torch\ndevice = 'cpu'\nstate = torch.load('a.pt')\nx = torch.zeros(1).cuda()\n"
     assert found(script, TorchLoadWithoutMapLocation) == [3]
+
+
+@pytest.mark.parametrize("placement, reported", [
+    ("model.cuda()", False),  # the model the load fills, on CUDA unguarded: no CPU path for it
+    ("model = model.cuda()", False),
+    ("model = model.to('cuda')", False),
+    ("if args.cuda:\n    model.cuda()", True),  # placed only where CUDA is: the CPU path loads too
+    ("if vars(args)['cuda']:\n    model.cuda()", True),  # the same flag read from a mapping
+    ("model = model.to(device)", True),  # the script's device choice, which may be the CPU
+    ("batch = torch.ones(2).cuda()", True),  # another value's .cuda(): not this model's
+    ("def main():\n    model.cuda()", True),  # a function's placement, not the script's
+    # The script chooses a device that may be the CPU: its model.cuda() breaks that choice (TDV101's finding),
+    # and the load breaks it too.
+    ("device = 'cuda' if args.cuda else 'cpu'\nmodel.cuda()", True),
+    ("model.cuda()\nx = torch.ones(2).to(args.device)", True),
+    ("model.cuda()\nx = torch.ones(2).to(DEVICE)", False),  # a CUDA constant is no choice (bound after or before)
+    ("DEVICE = torch.device('cuda:0')\nmodel.cuda()\nx = torch.ones(2).to(DEVICE)", False),
+    ("model.cuda()\nx = torch.ones(2).to(model.weight.device)", False),  # nor is another value's device
+])
+@pytest.mark.parametrize("load", ["model.load_state_dict(torch.load(args.ckpt))",
+                                  "ckpt = torch.load(args.ckpt)\nmodel.load_state_dict(ckpt['model'])",
+                                  "model = torch.load(args.ckpt)"])
+def test_tdv201_a_script_whose_loaded_model_is_put_on_cuda_unguarded(placement, reported, load):
+    """A script with a GPU switch (``--cuda``, here only for ``pin_memory``) that chooses no device and puts the
+    model it loads into on CUDA unguarded runs only where a GPU is: a ``map_location`` would change nothing."""
+    source = ("import torch\nimport argparse\nargs = argparse.ArgumentParser().parse_args()\n"
+              "kwargs = {'pin_memory': True} if args.cuda else {}\nmodel = torch.nn.Linear(2, 2)\n"
+              f"{load}\n{placement}\nDEVICE = torch.device('cuda')\n")
+    assert found(source, TorchLoadWithoutMapLocation) == ([6] if reported else [])
 
 
 def test_tdv201_package_data_and_numpy_reads_hold_cpu_tensors():
@@ -165,6 +194,30 @@ def test_tdv201_contents_read_with_numpy_hold_cpu_tensors(body, reported):
     assert found(source, TorchLoadWithoutMapLocation) == reported
     full = check_source(source, rules=(TorchLoadWithoutMapLocation,), full=True, strict=True)
     assert [v.line for v in full.violations] == reported
+
+
+@pytest.mark.parametrize("body, reported", [
+    ("f = Variable(torch.load(p))\n    return torch.cat([f, f], 1).data.numpy()", []),  # torch's functions keep it
+    ("f = Variable(torch.load(p))\n    pool = torch.nn.AvgPool2d(2)\n    return pool(f).numpy()", []),  # a module
+    ("img = torch.load(p)\n    out = F.conv2d(img, w)\n    y = out.squeeze() * 2\n    return y.numpy()", []),
+    ("x = torch.load(p).to(device)\n    return x.numpy()", [5]),  # moved: .numpy() says nothing of the file
+    ("x = torch.load(p)\n    z = x.cpu() + 1\n    return z.numpy()", [5]),
+    ("y = model(torch.load(p))\n    return y.numpy()", [5]),  # a caller's model may move it anywhere
+    ("y = helper(torch.load(p))\n    return y.numpy()", [5]),  # so may another function
+    ("x = torch.load(p)\n    y = x + 1\n    return y.tolist(), np.zeros(3).numpy()", [5]),
+    # Layer by layer, one name rebound (a tuple target between): each reads the value bound before it.
+    ("x = torch.load(p)\n    x = F.conv2d(x, w)\n    x, i = F.max_pool2d(x, 2, return_indices=True)\n"
+     "    x = F.relu(x)\n    return x.numpy()", []),
+    ("x = torch.load(p)\n    x = x.cpu()\n    x = x * 2\n    return x.numpy()", [5]),  # moved on the way
+    ("x = torch.load(p)\n    x = torch.zeros(2)\n    return x.numpy()", [5]),  # another value by then
+])
+def test_tdv201_a_value_computed_from_the_load_read_with_numpy(body, reported):
+    """What ``.numpy()`` reads keeps the loaded tensor's device through torch's own operations: a GPU-saved
+    file would fail there on every machine, so the code proves the file holds CPU tensors."""
+    source = ("import torch\nimport torch.nn.functional as F\nfrom torch.autograd import Variable\n\n"
+              "def f(p, model, w, device):\n    " + body + "\n")
+    reported = [line + 1 for line in reported]
+    assert found(source, TorchLoadWithoutMapLocation) == reported
 
 
 @pytest.mark.parametrize("cpu_sign, reported", [
@@ -609,10 +662,13 @@ def test_tdv201_a_cuda_question_only_shown_is_no_cpu_path(question, reported):
     source = (
         "import logging\nimport torch\nlogger = logging.getLogger()\n"
         f"{question}\n"
-        "model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load(\"model.pth\"))\nmodel.cuda()\n"
+        "model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load(\"model.pth\"))\n"
+        "batch = torch.ones(2).cuda()\n"
     )
     lines = found(source, TorchLoadWithoutMapLocation)
     assert bool(lines) is reported
+    # The loaded model itself put on CUDA unguarded: GPU code, whatever the script asked.
+    assert found(source.replace("batch = torch.ones(2)", "model"), TorchLoadWithoutMapLocation) == []
 
 
 @pytest.mark.parametrize("full", [False, True])
@@ -955,6 +1011,8 @@ def test_tdv201_a_main_block_that_requires_cuda():
         ("    model = model.cuda()\n    if torch.cuda.device_count() > 1:\n        model = nn.DataParallel(model)\n",
          False),
         # A CPU option read before the placement: the unguarded `.cuda()` breaks that path, and so does the load.
+        ("    if args.no_cuda:\n        print('no GPU')\n    batch = torch.ones(2).cuda()\n", True),
+        # So does one that places the model the load fills: the module chooses its device (CUDA or the CPU).
         ("    if args.no_cuda:\n        print('no GPU')\n    model = model.cuda()\n", True),
     ],
 )

