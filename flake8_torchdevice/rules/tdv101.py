@@ -26,69 +26,72 @@ from ..rule import Fix, Rule
 
 
 class CudaMixedWithToDevice(DeviceChoice, ValueTestBranches, CudaGuards, Rule):
-    r"""**On by default.** Precision on held-out user code: 91.0% (193 of 212 over v2-v124, counted from the labels,
-    with 15 findings no read had judged, judged late this session: true, unguarded `torch.Generator(device='cuda')` and
-    `.cuda()` beside a `--cuda`/`--number_gpus` switch, `.to('cuda')` beside a CUDA-if-available choice, an attention
-    map sent to 'cuda'; latent, uncalled helpers; false, a CUDA-only demo function, a TensorRT compile that needs a
-    GPU); 92.6% (163 of 176) measured on this session's run of the 450 held-out projects it holds; 93.4% (184 of 197
-    over v2-v124 with the rules of 2026-12-06, session of 10:44; v123's first read 0 of 1, a `.cuda()` outside a
-    RetinaNet script's `use_gpu = True` switch, a constant, so the script has no CPU path; v124 gives none); 93.9% (184
-    of 196 over v2-v122 with the rules of 2026-12-06, session of 09:26; v122's first read 4 of 4, notebooks that choose
-    cuda if available else the CPU and call their helpers with `device="cuda"`); 93.8% (180 of 192 over v2-v115 with the
-    rules of 2026-12-06, session of 07:10; v115's first read 2 of 2, a test script's torchsummary inputs on the plain
-    "cuda" device beside a `cuda:0`-or-CPU choice; v113's and v114's first reads give none, nor does the script run
-    outside a GPU switch, read since); 93.7% (178 of 190 over v2-v112 with the rules of 2026-12-06, session of 04:33; a
-    fallback bound to an upper-case `DEVICE` read as a choice, first read 2 of 2, a serving notebook's `.cuda()` beside
-    it; the plain "cuda" form's first read, the form written before the corpus was linted with it, 13 of 22: true, DPM
-    sampler copies moving their schedule to `torch.device("cuda")`, scripts and notebooks placing on "cuda" beside a
-    CUDA-if-available choice; false, 7 placements beside NCCL collectives, then exempt (post-hoc), and 2 cells of a
-    notebook that times the GPU on purpose); 94.2% (163 of 173 over v2-v104 with the rules of 2026-12-06, session of
-    23:49; v104's first read 8 of 8, a super-resolution collection's test predictions moved with `.cuda()` outside its
-    `gpu_mode` switch); 93.9% (155 of 165 over v2-v101 with the rules of 2026-12-06, session of 23:49; v101's first read
-    6 of 6: face-detection scripts that move their model with a bare `.cuda()` beside a device choice whose CPU fallback
-    they hand Lightning as `gpus=0`); 93.5% (145 of 155 over v2-v90 with the rules of 2026-12-04, session of 21:03,
-    post-hoc: the `.cuda()` of a loss built from literals holds no tensor and is no longer reported (v90's first read 0
-    of 1, such a loss; one held-out label of the same shape corrected from true to false, as the CPU build runs it;
-    nothing right lost); 93.0% (146 of 157; 145, 92.4%, with that label corrected) over v2-v90 with the rules before
-    that change (v89's first read 3 of 3: a FEDformer module's `.cuda()` indices in a module that follows its input's
-    device, a notebook's `.cuda()` head beside a CPU fallback); 93% (143 of 153 over v2-v88 with the rules of
-    2026-12-04, session of 18:37; v88's first read 3 of 3, an agent class that falls back to the CPU for its layers and
-    a module helper making recurrent state and states with `.cuda()`); 93% (140 of 150 over v2-v86 with the rules of
-    2026-12-04, session of 18:37; v86's first read 3 of 3, a forward that calls `.cuda()` beside functions that choose
-    `cuda:0` or the CPU); 93% (137 of 147 over v2-v84 with the rules of 2026-12-04, session of 18:37; v84's first read 8
-    of 8, latent: the option branches of a training loop calling `.cuda()` unguarded beside a default branch that moves
-    only under `torch.cuda.is_available()`, in a project whose one caller calls `.cuda()` unguarded; 129 of 139 over
-    v2-v83); 93% (128 of 138 over v2-v78 with the rules of 2026-12-03, session of 13:59, after its post-hoc exemption of
-    a `.cuda()` moved on at once to an always-CUDA device; v78's first read, before it, 0 of 4: a CUDA-only learner's
-    `.cuda().to(local_device)` whose only device is `torch.device('cuda:' + str(args.gpu_ind))`; the star-import change
-    added none); 93% (128 of 138 over v2-v71 with the rules of 2026-12-03, session of 08:18; v71's first read 15 of 18:
-    latent, a course's helpers that take a `device` and send the targets with `.cuda()`; false, a CUDA tutorial
-    notebook's unguarded API cells; v70 gives none); 94% (113 of 120 over v2-v68 with the rules of 2026-12-03, session
-    of 05:44; v66's first read 9 of 9, `.cuda()` in the `forward` of models that choose `cuda:0 if available else cpu`
-    and a notebook's unguarded `.cuda()` beside its guarded ones; v68's 3 of 3, latent, `.cuda()` beside the device a
-    helper is given; v67 gives none); 94% (101 of 108 over v2-v63 with the rules of 2026-12-03, session of 02:59; v61's
-    first read 1 of 2, `.cuda()` beside a CUDA-if-available device in a depth trainer, the false one a TensorRT
-    conversion whose caller returns first without CUDA; v62 and v63 give none); 94% (100 of 106 over v2-v60 with the
-    rules of 2026-12-03, session of 00:16; v60's first read 12 of 13, latent unguarded `.cuda()` beside guarded ones in
-    a face-recognition learner, the false one its GPU-only `DistributedDataParallel` branch); 95% (88 of 93 over v2-v56
-    with the rules of 2026-12-02, session of 21:29; v56's first read 13 of 13, latent: a copied torchattacks attack's
-    `.cuda()` beside its configured device); 94% (75 of 80 findings true or latent over the held-out batches v2-v54,
-    with the rules of 2026-12-02, session of 18:55, which read a `.to()` that follows a value as no choice (66 false
-    findings gone, 40 of v2-v53 and v54's 26, all CUDA-only projects' code; 9 right ones lost, with 6 of the tune split)
-    and a device the module binds to its own fallback as one (4 held-out findings added, latent; recall batch 42's
-    Adam-mini kept); v54's first read, before both, 0 of 26). Before: 64% (80 of 125 over v2-v53, with the rules of
-    2026-12-02, session of 13:46; v53's first read 8 of 8; v52's 0 of 2; v51's 0 of 38, all one project's CUDA-only
-    memory modules whose only `.to()` calls follow values; 92%, 80 of 87, without it). Over v2-v50 (session of 10:42;
-    v50's first read 1 of 1; v49 has none): a test of where a value is, `if p.is_cuda:`, is a check only for the branch
-    it sends a CPU value to, so a CUDA-only tracker's forward, 8 false, is no longer reported); 85% (71 of 84) before;
-    83% (69 of 83) over v2-v34, with the rules of 2026-12-01; 63 of 76 over v2-v25, with the rules of 2026-11-29 and the
-    CUDA legacy constructors, whose 4 held-out findings are the code of their recall fix; first reads: v47 0 of 7 (a
-    CUDA-only engine whose only `.to()` follows a tensor it moved with `.cuda()`, no choice since), v46 2 of 2, v25 1 of
-    1, v23 0 of 9 (the tracker above, 8; a helper of a CUDA-only script, 1), v22 2 of 2, v19 3 of 8 (its false class,
-    the branches after `if not torch.cuda.is_available():`, is no longer reported), v18 1 of 1, v17 2 of 6 (its false
-    class, a program launched with `accelerator="gpu"`, is no longer reported); docs/precision.md). Its false findings
-    are code that needs a GPU for a reason the file does not show (a CUDA tutorial notebook, a model builder or caller
-    in another file that places on CUDA, a TensorRT conversion).
+    r"""**On by default.** Precision on held-out user code: 91.3% (200 of 219 over v2-v125, counted from the labels,
+    with the rules of 2026-12-06, session of 12:55 (v125's first read 7 of 7: an inference function that puts each model
+    type on CUDA with `.cuda()` while its batches go to a `device` only one branch binds, to the CPU)); 91.0% (193 of
+    212 over v2-v124, counted from the labels, with 15 findings no read had judged, judged late this session: true,
+    unguarded `torch.Generator(device='cuda')` and `.cuda()` beside a `--cuda`/`--number_gpus` switch, `.to('cuda')`
+    beside a CUDA-if-available choice, an attention map sent to 'cuda'; latent, uncalled helpers; false, a CUDA-only
+    demo function, a TensorRT compile that needs a GPU); 92.6% (163 of 176) measured on this session's run of the 450
+    held-out projects it holds; 93.4% (184 of 197 over v2-v124 with the rules of 2026-12-06, session of 10:44; v123's
+    first read 0 of 1, a `.cuda()` outside a RetinaNet script's `use_gpu = True` switch, a constant, so the script has
+    no CPU path; v124 gives none); 93.9% (184 of 196 over v2-v122 with the rules of 2026-12-06, session of 09:26; v122's
+    first read 4 of 4, notebooks that choose cuda if available else the CPU and call their helpers with
+    `device="cuda"`); 93.8% (180 of 192 over v2-v115 with the rules of 2026-12-06, session of 07:10; v115's first read 2
+    of 2, a test script's torchsummary inputs on the plain "cuda" device beside a `cuda:0`-or-CPU choice; v113's and
+    v114's first reads give none, nor does the script run outside a GPU switch, read since); 93.7% (178 of 190 over
+    v2-v112 with the rules of 2026-12-06, session of 04:33; a fallback bound to an upper-case `DEVICE` read as a choice,
+    first read 2 of 2, a serving notebook's `.cuda()` beside it; the plain "cuda" form's first read, the form written
+    before the corpus was linted with it, 13 of 22: true, DPM sampler copies moving their schedule to
+    `torch.device("cuda")`, scripts and notebooks placing on "cuda" beside a CUDA-if-available choice; false, 7
+    placements beside NCCL collectives, then exempt (post-hoc), and 2 cells of a notebook that times the GPU on
+    purpose); 94.2% (163 of 173 over v2-v104 with the rules of 2026-12-06, session of 23:49; v104's first read 8 of 8, a
+    super-resolution collection's test predictions moved with `.cuda()` outside its `gpu_mode` switch); 93.9% (155 of
+    165 over v2-v101 with the rules of 2026-12-06, session of 23:49; v101's first read 6 of 6: face-detection scripts
+    that move their model with a bare `.cuda()` beside a device choice whose CPU fallback they hand Lightning as
+    `gpus=0`); 93.5% (145 of 155 over v2-v90 with the rules of 2026-12-04, session of 21:03, post-hoc: the `.cuda()` of
+    a loss built from literals holds no tensor and is no longer reported (v90's first read 0 of 1, such a loss; one
+    held-out label of the same shape corrected from true to false, as the CPU build runs it; nothing right lost); 93.0%
+    (146 of 157; 145, 92.4%, with that label corrected) over v2-v90 with the rules before that change (v89's first read
+    3 of 3: a FEDformer module's `.cuda()` indices in a module that follows its input's device, a notebook's `.cuda()`
+    head beside a CPU fallback); 93% (143 of 153 over v2-v88 with the rules of 2026-12-04, session of 18:37; v88's first
+    read 3 of 3, an agent class that falls back to the CPU for its layers and a module helper making recurrent state and
+    states with `.cuda()`); 93% (140 of 150 over v2-v86 with the rules of 2026-12-04, session of 18:37; v86's first read
+    3 of 3, a forward that calls `.cuda()` beside functions that choose `cuda:0` or the CPU); 93% (137 of 147 over
+    v2-v84 with the rules of 2026-12-04, session of 18:37; v84's first read 8 of 8, latent: the option branches of a
+    training loop calling `.cuda()` unguarded beside a default branch that moves only under `torch.cuda.is_available()`,
+    in a project whose one caller calls `.cuda()` unguarded; 129 of 139 over v2-v83); 93% (128 of 138 over v2-v78 with
+    the rules of 2026-12-03, session of 13:59, after its post-hoc exemption of a `.cuda()` moved on at once to an
+    always-CUDA device; v78's first read, before it, 0 of 4: a CUDA-only learner's `.cuda().to(local_device)` whose only
+    device is `torch.device('cuda:' + str(args.gpu_ind))`; the star-import change added none); 93% (128 of 138 over
+    v2-v71 with the rules of 2026-12-03, session of 08:18; v71's first read 15 of 18: latent, a course's helpers that
+    take a `device` and send the targets with `.cuda()`; false, a CUDA tutorial notebook's unguarded API cells; v70
+    gives none); 94% (113 of 120 over v2-v68 with the rules of 2026-12-03, session of 05:44; v66's first read 9 of 9,
+    `.cuda()` in the `forward` of models that choose `cuda:0 if available else cpu` and a notebook's unguarded `.cuda()`
+    beside its guarded ones; v68's 3 of 3, latent, `.cuda()` beside the device a helper is given; v67 gives none); 94%
+    (101 of 108 over v2-v63 with the rules of 2026-12-03, session of 02:59; v61's first read 1 of 2, `.cuda()` beside a
+    CUDA-if-available device in a depth trainer, the false one a TensorRT conversion whose caller returns first without
+    CUDA; v62 and v63 give none); 94% (100 of 106 over v2-v60 with the rules of 2026-12-03, session of 00:16; v60's
+    first read 12 of 13, latent unguarded `.cuda()` beside guarded ones in a face-recognition learner, the false one its
+    GPU-only `DistributedDataParallel` branch); 95% (88 of 93 over v2-v56 with the rules of 2026-12-02, session of
+    21:29; v56's first read 13 of 13, latent: a copied torchattacks attack's `.cuda()` beside its configured device);
+    94% (75 of 80 findings true or latent over the held-out batches v2-v54, with the rules of 2026-12-02, session of
+    18:55, which read a `.to()` that follows a value as no choice (66 false findings gone, 40 of v2-v53 and v54's 26,
+    all CUDA-only projects' code; 9 right ones lost, with 6 of the tune split) and a device the module binds to its own
+    fallback as one (4 held-out findings added, latent; recall batch 42's Adam-mini kept); v54's first read, before
+    both, 0 of 26). Before: 64% (80 of 125 over v2-v53, with the rules of 2026-12-02, session of 13:46; v53's first read
+    8 of 8; v52's 0 of 2; v51's 0 of 38, all one project's CUDA-only memory modules whose only `.to()` calls follow
+    values; 92%, 80 of 87, without it). Over v2-v50 (session of 10:42; v50's first read 1 of 1; v49 has none): a test of
+    where a value is, `if p.is_cuda:`, is a check only for the branch it sends a CPU value to, so a CUDA-only tracker's
+    forward, 8 false, is no longer reported); 85% (71 of 84) before; 83% (69 of 83) over v2-v34, with the rules of
+    2026-12-01; 63 of 76 over v2-v25, with the rules of 2026-11-29 and the CUDA legacy constructors, whose 4 held-out
+    findings are the code of their recall fix; first reads: v47 0 of 7 (a CUDA-only engine whose only `.to()` follows a
+    tensor it moved with `.cuda()`, no choice since), v46 2 of 2, v25 1 of 1, v23 0 of 9 (the tracker above, 8; a helper
+    of a CUDA-only script, 1), v22 2 of 2, v19 3 of 8 (its false class, the branches after `if not
+    torch.cuda.is_available():`, is no longer reported), v18 1 of 1, v17 2 of 6 (its false class, a program launched
+    with `accelerator="gpu"`, is no longer reported); docs/precision.md). Its false findings are code that needs a GPU
+    for a reason the file does not show (a CUDA tutorial notebook, a model builder or caller in another file that places
+    on CUDA, a TensorRT conversion).
 
     ## What it does
     Flags each `<expr>.cuda(...)` call in a module that chooses its device with `.to(...)`,
