@@ -849,6 +849,9 @@ def test_a_tokenizers_tensors_are_on_the_cpu(tokenized, call, reported):
         ("np.mean(out)", True),
         ("metrics.f1_score(y, out.argmax(1))", True),  # so does a scikit-learn metric
         ("np.float64(out.max())", False),  # a Python float: it calls .item()
+        ("np.float(out.max())", False),  # NumPy's old alias of Python's float (until 1.24)
+        ("np.int(out.argmax())", False),
+        ("np.float32(out.max())", True),  # a NumPy scalar type reads an array
         ("np.isnan(out.max().cpu())", False),
         ("np.mean([v.item() for v in out])", False),
         ("np.int32(net.r)", False),  # a module's attribute: maybe a number

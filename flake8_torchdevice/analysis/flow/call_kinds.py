@@ -121,8 +121,10 @@ def module_attribute(expr) -> bool:
 
 
 TENSOR_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
-# NumPy's float64 is a Python float: it reads a one-element tensor with __float__, wherever it is.
-NUMPY_FLOATS = frozenset({"numpy.float64", "numpy.double", "numpy.float_"})
+# NumPy's float64 is a Python float: it reads a one-element tensor with __float__, wherever it is; so do the
+# aliases of Python's own types that NumPy kept until 1.24 (``np.float(acc)`` is ``float(acc)``).
+NUMPY_FLOATS = frozenset({"numpy.float64", "numpy.double", "numpy.float_", "numpy.float", "numpy.int", "numpy.bool",
+                          "numpy.complex", "numpy.long", "numpy.object", "numpy.str", "numpy.unicode"})
 
 
 def is_plot(func, qualified: str, names) -> bool:
