@@ -11,29 +11,33 @@ from ..rule import DEFINITION, Rule
 
 class NumpyOfPlacedTensor(FlowReports, Rule):
     r"""**On by default.** Precision on held-out user code: 28 of 33 findings true or latent over the held-out batches
-    v2-v124, counted from the labels, with 4 findings no read had judged, judged late this session (true, `np.where` of
-    a tracker's CUDA scores, twice; latent, `np.tile` of CUDA boxes in a branch the default configuration skips; false,
-    a NumPy voxelizer kept on a placed network); 24 of 28 measured on this session's run of the 450 held-out projects it
-    holds; 25 of 29 findings true or latent over the held-out batches v2-v124 with the rules of 2026-12-06, session of
-    10:44 (v123's first read 1 of 1: `np.where(scores > 0.5)` of a RetinaNet's CUDA output); 24 of 28 findings true or
-    latent over the held-out batches v2-v119 with the rules of 2026-12-06, session of 09:26 (v119's first read 1 of 1:
-    `.numpy()` of predictions sorted from a chatbot's output on the CUDA-if-available device); 23 of 27 findings true or
-    latent over the held-out batches v2-v112 with the rules of 2026-12-06, session of 04:33 (4 findings no read had
-    judged, judged late, all true: a WGAN tutorial's `plt.scatter` of its CUDA batch, a course script's `.numpy()` of
-    predictions on the CUDA-if-available device); 19 of 23 over v2-v105 with the rules of 2026-12-06, session of 23:49,
-    post-hoc: `np.array` of a name unpacked from a placed module's answer is not read (v105's first read 0 of 4, a CRF's
-    decoded lists, all 4 gone); 19 of 23 findings true or latent over the held-out batches v2-v101 with the rules of
-    2026-12-06, session of 23:49 (the unpacked-outputs change's first read 2 of 3: latent, `np.tile` of the boxes a
-    `--cuda` faster-rcnn returns, in a branch its default configuration skips; false, a movie helper's raw branch no
-    caller takes with a placed tensor); 15 of 18 findings true or latent over the held-out batches v2-v94 with the rules
-    of 2026-12-04, session of 23:12, post-hoc: an attribute `__init__` places under a flag test that a method repeats is
-    read per path (6 false findings of one v94 profiling project gone, nothing else on the 49 projects holding a flow
-    label); 15 of 24 before it (docs/precision.md).
+    v2-v126 with the rules of 2026-12-06, session of 12:55 (v126's first read: 0 of 2, `np.float(acc)` of a 0-dim CUDA
+    accuracy, NumPy's old alias of Python's float, which reads it with `.item()`: no longer reported, post-hoc; and one
+    deliberate, a lesson's `.numpy()` inside `try`/`except TypeError`); 28 of 33 findings true or latent over the
+    held-out batches v2-v124, counted from the labels, with 4 findings no read had judged, judged late this session
+    (true, `np.where` of a tracker's CUDA scores, twice; latent, `np.tile` of CUDA boxes in a branch the default
+    configuration skips; false, a NumPy voxelizer kept on a placed network); 24 of 28 measured on this session's run of
+    the 450 held-out projects it holds; 25 of 29 findings true or latent over the held-out batches v2-v124 with the
+    rules of 2026-12-06, session of 10:44 (v123's first read 1 of 1: `np.where(scores > 0.5)` of a RetinaNet's CUDA
+    output); 24 of 28 findings true or latent over the held-out batches v2-v119 with the rules of 2026-12-06, session of
+    09:26 (v119's first read 1 of 1: `.numpy()` of predictions sorted from a chatbot's output on the CUDA-if-available
+    device); 23 of 27 findings true or latent over the held-out batches v2-v112 with the rules of 2026-12-06, session of
+    04:33 (4 findings no read had judged, judged late, all true: a WGAN tutorial's `plt.scatter` of its CUDA batch, a
+    course script's `.numpy()` of predictions on the CUDA-if-available device); 19 of 23 over v2-v105 with the rules of
+    2026-12-06, session of 23:49, post-hoc: `np.array` of a name unpacked from a placed module's answer is not read
+    (v105's first read 0 of 4, a CRF's decoded lists, all 4 gone); 19 of 23 findings true or latent over the held-out
+    batches v2-v101 with the rules of 2026-12-06, session of 23:49 (the unpacked-outputs change's first read 2 of 3:
+    latent, `np.tile` of the boxes a `--cuda` faster-rcnn returns, in a branch its default configuration skips; false, a
+    movie helper's raw branch no caller takes with a placed tensor); 15 of 18 findings true or latent over the held-out
+    batches v2-v94 with the rules of 2026-12-04, session of 23:12, post-hoc: an attribute `__init__` places under a flag
+    test that a method repeats is read per path (6 false findings of one v94 profiling project gone, nothing else on the
+    49 projects holding a flow label); 15 of 24 before it (docs/precision.md).
 
     ## What it does
     Flags `t.numpy()` (without `force=True`), `np.asarray(t)`, `np.array(t)`, any other NumPy
     function given `t` (`np.isnan(t)`, `np.mean(t)`, `np.save(path, t)`; not `np.float64(t)`, a
-    Python float that calls `t.item()`), scikit-learn's metrics given `t`
+    Python float that calls `t.item()`, nor `np.float(t)` / `np.int(t)`, NumPy's old aliases of Python's
+    own types), scikit-learn's metrics given `t`
     (`metrics.confusion_matrix(y_true, t)`) and matplotlib's
     plotting calls given `t` (`plt.plot(t)`, `ax.imshow(t)`, `ax.scatter(...)`, ... in a file
     that imports matplotlib: they read their data with `np.asarray`) where the code proves `t`
