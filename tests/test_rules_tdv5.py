@@ -916,3 +916,24 @@ def test_a_default_device_leaves_a_factory_sent_on_with_cuda():
     )
     found = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
     assert [(v.line, v.code) for v in found] == [(8, "TDV504")]
+
+
+@pytest.mark.parametrize("script, reported", [
+    ("rnn = Hidden()\nrnn.cuda()\n", False),  # importing the module needs a GPU: .cuda() goes where rnn went
+    ("rnn = Hidden().cuda()\n", False),
+    ("if torch.cuda.is_available():\n    rnn = Hidden().cuda()\n", True),  # a CPU path: rnn stays on the CPU
+    ("device = 'cuda' if torch.cuda.is_available() else 'cpu'\nrnn = Hidden().cuda()\n", True),  # a CPU choice first
+    ("if __name__ == '__main__':\n    Hidden().cuda()\n", True),  # another script may import the class
+    ("", True),
+])
+def test_a_factory_sent_to_the_current_gpu_in_a_module_that_needs_a_gpu(script, reported):
+    """A module whose own code places on CUDA unguarded cannot be imported without a GPU: its forward's
+    ``.cuda()`` sends the state to the current GPU, where that code put the model (a CUDA-only script's RNN)."""
+    source = (
+        "import torch\nfrom torch import nn\n\n\nclass Hidden(nn.Module):\n"
+        "    def forward(self, x):\n        return x + torch.zeros(x.shape).cuda()\n\n\n" + script
+    )
+    for rule in (FactoryWithoutDeviceInForward, FactoryWithoutDevice):
+        found = check_source(source, rules=[rule], strict=True).violations
+        expected = [7] if reported and rule is FactoryWithoutDeviceInForward else []
+        assert [v.line for v in found] == expected

@@ -21,6 +21,7 @@ from typing import Optional
 from .._lazy import cst
 from ..names import dotted_name
 from .code import code_of, paired_assignment
+from .cuda_only import cuda_at_import
 from .factory_kinds import annotation, decorator_name, impure, is_data_class, items_of_self, maybe_tensor, tagged
 from .factory_values import FactoryValues
 from .entry_helpers import entry_helpers
@@ -264,8 +265,11 @@ class FactoryMeetings(FactoryValues):
         # Module code set a default device that may be CUDA: a factory without ``device=`` is made there,
         # with the modules built after it; only a factory sent on with ``.cuda()`` (forced) is still read.
         default_device = self.names.default_device_at_import
+        # A module whose own code places on CUDA unguarded cannot be imported without a GPU: a ``.cuda()`` in it
+        # sends the tensor to the current GPU, where that code put everything else (a CUDA-only script's RNN state).
+        gpu_bound = bool(group.forced) and cuda_at_import(self.names)
         for call, inputs_met in group.findings:
-            if default_device and id(call) not in group.forced:
+            if default_device and id(call) not in group.forced or gpu_bound and id(call) in group.forced:
                 continue
             evident = [r for r in inputs_met if r in group.evidence and r not in group.cpu_bound]
             if not evident:
@@ -284,6 +288,8 @@ class FactoryMeetings(FactoryValues):
         device = f"{inputs[0]}.device" if inputs else "next(self.parameters()).device"
         for call, attr in group.layer_findings:
             if passes_device(call) or default_device and id(call) not in group.forced:
+                continue
+            if gpu_bound and id(call) in group.forced:
                 continue
             if id(call) in group.forced:
                 self.report(call, self.FORCED_LAYER_MESSAGE.format(layer=attr, device=device))

@@ -99,6 +99,8 @@ class FactoryWithoutDevice(FactoryMeetings, Rule):
     - tensors that never meet a function input in an operation that needs one device; inputs without evidence of being
       tensors (no tensor attribute or method used on them, no `Tensor` annotation);
     - 0-dim factories (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally;
+    - a factory sent on with `.cuda()` in a module whose own code places on CUDA unguarded at import (a CUDA-only
+      script): its `.cuda()` goes to the current GPU, where everything else is (shared with TDV504);
     - data-loading code (`__getitem__`, collate functions, Dataset / Sampler classes) and inputs that go through
       `.numpy()` (CPU code by design);
     - a module's `forward` and a metric's `update` outside test modules, the helpers a forward hands

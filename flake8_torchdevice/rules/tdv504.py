@@ -101,6 +101,10 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       `torch.set_default_tensor_type("torch.cuda.FloatTensor")`, also under an `if`; not `"cpu"`, nor a call inside a
       function): every factory without `device=` is made there, with the modules built after it (a factory sent on
       with `.cuda()` is still flagged);
+    - a factory sent on with `.cuda()` in a module whose own code (outside definitions and the `__main__` block)
+      places on CUDA unguarded before any branch on CUDA or CPU choice (`rnn = RNN(); rnn.cuda()` in a CUDA-only
+      script or notebook): no machine without a GPU imports it, and its `.cuda()` goes to the current GPU, where that
+      code put the model (post-hoc, from v125's first read: 5 false findings gone on the corpus, nothing right);
     - code that runs only where CUDA is missing (the `else` of `if torch.cuda.is_available():`
       or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`): what is made
       or met there is on the CPU with everything else;
