@@ -235,6 +235,18 @@ def is_module_receiver(call: cst.Call, statement: bool) -> bool:
     return names_a_module(last_name(receiver) or "")
 
 
+def chosen_device(call: cst.Call, names: NameResolver, cpu_chooses: bool = True) -> Optional[tuple]:
+    """``x.to(device)``, a ``.to()`` that chooses a device (``is_device_move``) rather than following a value's
+    (``.to(y.device)``): ``(name,)`` of the device it names (``None`` where no plain name); None for any other call."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "to" and is_device_move(call, names, cpu_chooses)):
+        return None
+    target = device_argument(call)
+    if follows_a_value(target):  # ``.to(x.device)`` goes wherever ``x`` is: no choice
+        return None
+    return (target.value if isinstance(target, cst.Name) else None,)
+
+
 def follows_a_value(target: cst.BaseExpression) -> bool:
     """``.to(x.device)``, ``.to(next(m.parameters()).device)``: a move that
     follows a value's device, no choice of the module's own (``args.device`` and
@@ -368,18 +380,15 @@ class DeviceChoice(AssignmentBindings):
 
     def note_call(self, call: cst.Call) -> None:
         """Call from the rule's ``visit_Call`` for every call."""
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "to" and is_device_move(
-                call, self.names, self.CPU_CHOOSES):
-            target = device_argument(call)
-            if not follows_a_value(target):  # ``.to(x.device)`` goes wherever ``x`` is: no choice
-                self.device_scope.moves.append(target.value if isinstance(target, cst.Name) else None)
+        chosen = chosen_device(call, self.names, self.CPU_CHOOSES)
+        if chosen is not None:
+            self.device_scope.moves.extend(chosen)
         if not self.cuda_guarded():
             self._note_literal_cuda(call)
         if not self._cuda_required and (
                 is_nccl_init(call, self.names) or demands_gpu_accelerator(call) and not self.cuda_guarded()):
             self._cuda_required = True  # NCCL, or a launcher that demands a GPU: a CUDA program
-        qualified = self.names.qualify(func) or ""
+        qualified = self.names.qualify(call.func) or ""
         if qualified == "torch.cuda.set_device" and not self.cuda_guarded() and len(self._function_names) == 1:
             self._device_setters.add(self._function_names[0])
         elif qualified.rpartition(".")[2] in ("spawn", "start_processes") and call.args:

@@ -20,8 +20,7 @@ from ..analysis.code import (
 )
 from ..analysis.cuda_only import cuda_at_import, cuda_throughout, main_requires_cuda
 from ..analysis.derived_loads import loads_behind
-from ..analysis.devices import (
-    cpu_comparison, cpu_or_cuda, cuda_literal, device_argument, follows_a_value, is_device_move)
+from ..analysis.devices import chosen_device, cpu_comparison, cpu_or_cuda, cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
 from ..analysis.guards import (
     MarkedBlocks,
@@ -458,11 +457,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # (numbers only); read at the module's end, when every use is seen
         self._tensorless_loads: set[int] = set()
         self._on_cuda: set[str] = set()  # module-level names the script puts on CUDA unguarded
-        # Does the file choose a device that may be the CPU (a CUDA-or-CPU fallback, a ``.to(device)`` of a name
-        # not bound to a CUDA literal)? Then an unguarded ``model.cuda()`` breaks that choice (TDV101's finding)
-        # and is no evidence that the script runs only where a GPU is.
-        self._device_choice = False
-        self._device_moves: list = []  # the target of each ``.to()`` device move (a name, or None)
+        # The device choices of the file: the name each ``.to()`` device move names (None: no plain name, or a
+        # CUDA-or-CPU fallback). One that may be the CPU makes an unguarded ``model.cuda()`` break that choice
+        # (TDV101's finding) rather than show a script that runs only where a GPU is.
+        self._device_moves: list = []
         self._load_targets: dict[int, str] = {}  # id of a module-level load: the name its result goes into
         self._cuda_constants: set[str] = set()  # module names bound to a literal CUDA device only
         self._saved_files: set[tuple] = set()  # the path expressions this module hands to torch.save, anywhere
@@ -562,7 +560,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                 if isinstance(target.target, cst.Name):
                     self._note_load_target(target.target.value, node.value)  # ``model = torch.load(p)``
                     if cpu_or_cuda(node.value, self.names):
-                        self._device_choice = True  # ``device = "cuda" if torch.cuda.is_available() else "cpu"``
+                        self._device_moves.append(None)  # ``device = "cuda" if torch.cuda.is_available() else "cpu"``
                     value = node.value
                     if not self._cuda_tests and isinstance(value, cst.Call) and (
                             _is_method(value, "cuda") or self._to_literal_cuda(value)):
@@ -675,18 +673,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                 self._needs[-1].gpu = True
             elif isinstance(node.func.value, cst.Name):
                 self._on_cuda.add(node.func.value.value)  # the script's ``model.cuda()``
-        if _is_method(node, "to") and is_device_move(node, self.names, cpu_chooses=False):
-            target = device_argument(node)
-            if not follows_a_value(target):  # ``.to(y.device)`` goes wherever ``y`` is: no choice
-                self._device_moves.append(target.value if isinstance(target, cst.Name) else None)
+        self._device_moves.extend(chosen_device(node, self.names, cpu_chooses=False) or ())
         if _is_method(node, "load_state_dict") and len(self._needs) == 1 and isinstance(node.func.value, cst.Name):
             self._note_load_target(node.func.value.value, node.args[0].value if node.args else None)
         if _is_method(node, "numpy"):
+            # ``torch.load(f).numpy()``, ``traj["vis"].numpy()``, ``F.conv2d(img, w).numpy()``: CPU contents
             self._note_derived_contents(node.func.value)
-        if _is_method(node, "numpy") and isinstance(node.func.value, cst.Call):
-            self._tensorless_loads.add(id(node.func.value))  # visited before the load it reads
-        elif _is_method(node, "numpy"):
-            self._note_cpu_contents(node.func.value)
+        if _is_method(node, "numpy") and not isinstance(node.func.value, cst.Call):
             attribute = _self_attribute_read(node.func.value)
             if attribute is not None:
                 self._numpy_attributes.add(attribute)
@@ -829,8 +822,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         return isinstance(bound, cst.Call) and self.names.qualify(bound.func) == "torch.from_numpy"
 
     def _note_cpu_contents(self, value: cst.BaseExpression) -> None:
-        """``ckpt = torch.load(f)`` ... ``ckpt["vis"].numpy()`` in the same scope: the file holds CPU
-        tensors, as a CUDA one would fail at ``.numpy()`` on any machine (a ``.cpu()`` between says nothing)."""
+        """``u = torch.load(f)`` ... ``u["x"] / std`` with ``std`` from NumPy, in the same scope: the value the
+        name was last bound to holds CPU tensors (only its own binding: the arithmetic meeting is narrower
+        evidence than ``.numpy()``, which ``_note_derived_contents`` follows through torch's operations)."""
         while isinstance(value, (cst.Subscript, cst.Attribute)):
             value = value.value
         bound = self._binding(value)
@@ -848,8 +842,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     def _chooses_device(self) -> bool:
         """A CUDA-or-CPU fallback, or a ``.to()`` of a device that is neither a CUDA literal nor a module constant
         bound only to one (read once the module is seen: the constant may come after its use)."""
-        return self._device_choice or any(name is None or name not in self._cuda_constants
-                                          for name in self._device_moves)
+        return any(name is None or name not in self._cuda_constants for name in self._device_moves)
 
     def _note_load_target(self, name: str, value: Optional[cst.BaseExpression]) -> None:
         """The module-level name a load's result goes into (``model.load_state_dict(ckpt["model"])`` with
