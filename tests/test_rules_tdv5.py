@@ -937,3 +937,75 @@ def test_a_factory_sent_to_the_current_gpu_in_a_module_that_needs_a_gpu(script, 
         found = check_source(source, rules=[rule], strict=True).violations
         expected = [7] if reported and rule is FactoryWithoutDeviceInForward else []
         assert [v.line for v in found] == expected
+
+
+# -- TDV504: a module's registered state and layers in its other methods ------------
+STATE = """
+import torch
+from torch import nn
+from torch.nn import Parameter
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(4))
+
+class Rotary(Base):
+    def __init__(self, width):
+        super().__init__()
+        self.register_buffer("theta", torch.rand(width))
+        self.register_buffer("unset", None)
+        self.w = Parameter(torch.ones(width))
+        self.plain = torch.ones(width)
+        self.emb = nn.Embedding(8, width)
+        self.table = self._build(4)
+
+    def _build(self, n):
+        return torch.arange(n)[:, None] * self.theta
+
+    def resize(self, n):
+        return torch.arange(n)[:, None] * self.theta
+
+    def weighted(self, n):
+        return torch.zeros(n) + self.w + torch.ones(n) * self.scale
+
+    def untouched(self, n):
+        return torch.zeros(n) + self.plain, torch.arange(n, device=self.theta.device) * self.theta
+
+    def decode(self, n):
+        return self.emb(torch.full((n, 1), 2))
+
+    def switched(self, n, cuda=True):
+        if cuda:
+            return self.emb(torch.zeros(n, dtype=torch.long).cuda())
+        else:
+            return self.emb(torch.zeros(n, dtype=torch.long))
+
+    def forward(self, x):
+        return x + self.table
+"""
+
+
+def test_a_factory_meeting_registered_state_in_any_method_but_init_is_tdv504s():
+    # _build runs only from __init__ (the module is on the CPU); self.plain is not registered;
+    # the else of the method's own GPU switch is its CPU path
+    assert tdv504(STATE) == [25, 28, 28, 34]
+    assert tdv502(STATE) == []  # each finding once: registered state and layers are TDV504's
+
+
+def test_module_state_reads_registrations_parameters_and_same_file_bases():
+    import ast
+
+    from flake8_torchdevice.analysis.module_state import init_only_methods, state_attributes
+    from flake8_torchdevice.names import resolver_from_ast
+
+    tree = ast.parse(textwrap.dedent(STATE))
+    names = resolver_from_ast(tree, set())
+    assert state_attributes(names, "Rotary") == {"scale", "theta", "w"}
+    assert init_only_methods(names, "Rotary") == {"_build"}
+
+
+def test_state_in_a_test_module_is_left_alone():
+    result = check_source(textwrap.dedent(STATE), filename="tests/test_rotary.py",
+                          rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
+    assert "TDV504" not in {v.code for v in result.violations}

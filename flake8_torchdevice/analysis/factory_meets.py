@@ -11,7 +11,10 @@ one pass over the statements in source order, one kind per local name.
 
 ``FactoryMeetings`` is a mixin for a ``Rule``; ``MODEL_ENTRIES`` says which functions the
 rule decides (a model's ``forward`` / a metric's ``update``, or every other one), so the
-two rules that share it never report the same call.
+two rules that share it never report the same call. A module's state (``self.theta``, a
+registered buffer or parameter) and layers are where the module was moved in any of its
+methods but ``__init__`` and the helpers only ``__init__`` calls: a meeting with them is
+TDV504's, wherever it is (``module_state.py``).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from .factory_kinds import annotation, decorator_name, impure, is_data_class, it
 from .factory_values import FactoryValues
 from .entry_helpers import entry_helpers
 from .function_inputs import is_data_function
-from .guards import MarkedBlocks, availability_test, branch_blocks, is_cuda_test, is_no_cuda_test
+from .guards import (
+    MarkedBlocks, availability_test, branch_blocks, is_cuda_flag, is_cuda_test, is_no_cuda_test,
+)
 from .modules import class_kind
+from .module_state import init_only_methods
 from .vocabulary import passes_device
 
 
@@ -41,6 +47,10 @@ class FactoryMeetings(FactoryValues):
     LAYER_MESSAGE = (
         "{factory}() without device= makes a CPU tensor, and {layer} receives it: the layer's "
         "weights are on the module's device; pass device={device}"
+    )
+    STATE_MESSAGE = (
+        "{factory}() without device= makes a CPU tensor, and it meets {root}, which the module registered "
+        "and moves with it, in an operation that needs one device; pass device={root}.device"
     )
     # ``torch.ones(n).cuda()``: made without device=, then sent to the current GPU.
     FORCED_MESSAGE = (
@@ -94,16 +104,20 @@ class FactoryMeetings(FactoryValues):
         outer = self._frames[-1] if self._frames else None
         name = node.name.value
         disabled = is_data_function(name) or (is_method and self._data_class[-1])
+        # Layers and registered state are where the module was moved, except in ``__init__``, which
+        # builds them on the CPU (``self.conv(torch.zeros(1, 4, 84, 84)).shape`` is fine there).
+        module = is_method and self._model_class[-1] == "module" and name != "__init__"
+        state_only = False
         if outer is None and not disabled:  # a unit of its own: whose is it, TDV502's or TDV504's?
-            disabled = self._is_model_entry(name, is_method) != self.MODEL_ENTRIES
+            if self._is_model_entry(name, is_method) != self.MODEL_ENTRIES:
+                # TDV504 also reads a module's other methods, for its registered state alone.
+                state_only = self.MODEL_ENTRIES and module and not self.context.is_test
+                disabled = not state_only
         if disabled or (self._frames and outer is None and not is_method):
             env = None
         else:
             if outer is None:
-                # Layers are where the module was moved, except in ``__init__``, which builds
-                # them on the CPU (``self.conv(torch.zeros(1, 4, 84, 84)).shape`` is fine there).
-                module = is_method and self._model_class[-1] == "module" and name != "__init__"
-                self._groups.append(_Group(node, self._class_names[-1] if module else None))
+                self._groups.append(_Group(node, self._class_names[-1] if module else None, state_only))
             env = dict(outer) if outer else {}
             env.update(self._params(node, is_method))
         self._frames.append(env)
@@ -128,6 +142,8 @@ class FactoryMeetings(FactoryValues):
 
     def _params(self, node: cst.FunctionDef, is_method: bool) -> dict:
         params = node.params
+        # A method TDV504 reads for the module's state alone: its parameters are not the model's input.
+        state_only = self._groups[-1].state_only
         ordered = list(params.posonly_params) + list(params.params)
         static = any(decorator_name(d) == "staticmethod" for d in node.decorators)
         if is_method and not static and ordered:
@@ -136,12 +152,14 @@ class FactoryMeetings(FactoryValues):
         for param in ordered + list(params.kwonly_params):
             name = param.name.value
             typed = annotation(param)
-            env[name] = ("T", (name,), True) if maybe_tensor(param, typed) else None
+            env[name] = ("T", (name,), True) if maybe_tensor(param, typed) and not state_only else None
             self._groups[-1].params.append(name)
             if typed and "Tensor" in typed:
                 self._groups[-1].evidence.add(name)
         for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
+            if isinstance(star, cst.Param) and state_only:
+                env[star.name.value] = None
+            elif isinstance(star, cst.Param):
                 env[star.name.value] = ("T", (star.name.value,), True)
                 if star is params.star_arg:
                     self._groups[-1].stars.add(star.name.value)  # ``*inputs``: a tuple of inputs
@@ -195,6 +213,8 @@ class FactoryMeetings(FactoryValues):
             return
         if is_cuda_test(node.test):
             self._gpu_blocks.mark([id(node.body)])
+        if is_cuda_flag(node.test):  # ``if cuda: ... else: <the switch's CPU path>``
+            self._cpu_blocks.mark(branch_blocks(node.orelse))
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cpu_blocks.enter(node)
@@ -268,10 +288,15 @@ class FactoryMeetings(FactoryValues):
         # A module whose own code places on CUDA unguarded cannot be imported without a GPU: a ``.cuda()`` in it
         # sends the tensor to the current GPU, where that code put everything else (a CUDA-only script's RNN state).
         gpu_bound = bool(group.forced) and cuda_at_import(self.names)
+        before_move = group.layers_of is not None and group.owner.name.value in init_only_methods(
+            self.names, group.layers_of)
         for call, inputs_met in group.findings:
             if default_device and id(call) not in group.forced or gpu_bound and id(call) in group.forced:
                 continue
             evident = [r for r in inputs_met if r in group.evidence and r not in group.cpu_bound]
+            state = [r for r in evident if r.startswith("self.")]
+            if state and (not self.MODEL_ENTRIES or before_move):
+                continue  # TDV504's (TDV502 leaves it), and not before the module can have been moved
             if not evident:
                 continue  # maybe a number (rank, scale): precision first
             if passes_device(call):
@@ -283,10 +308,13 @@ class FactoryMeetings(FactoryValues):
                 continue
             # The callee as dotted text: one line, whatever its layout (``torch . ones``).
             factory = dotted_name(call.func) or code_of(call.func)
-            self.report(call, self.MESSAGE.format(factory=factory, root=root))
+            message = self.STATE_MESSAGE if state else self.MESSAGE
+            self.report(call, message.format(factory=factory, root=state[0] if state else root))
         inputs = [name for name in group.params if name in group.evidence]
         device = f"{inputs[0]}.device" if inputs else "next(self.parameters()).device"
-        for call, attr in group.layer_findings:
+        # A module's layers outside its entry point are TDV504's too, as its registered state is.
+        layers_here = group.layers_of is None or self.context.is_test or (self.MODEL_ENTRIES and not before_move)
+        for call, attr in group.layer_findings if layers_here else ():
             if passes_device(call) or default_device and id(call) not in group.forced:
                 continue
             if gpu_bound and id(call) in group.forced:
@@ -299,12 +327,13 @@ class FactoryMeetings(FactoryValues):
 
 
 class _Group:
-    __slots__ = ("owner", "layers_of", "params", "evidence", "cpu_bound", "findings", "layer_findings",
-                 "loop_layers", "forced", "stars")
+    __slots__ = ("owner", "layers_of", "state_only", "params", "evidence", "cpu_bound", "findings",
+                 "layer_findings", "loop_layers", "forced", "stars")
 
-    def __init__(self, owner: cst.FunctionDef, layers_of: Optional[str]) -> None:
+    def __init__(self, owner: cst.FunctionDef, layers_of: Optional[str], state_only: bool = False) -> None:
         self.owner = owner
         self.layers_of = layers_of  # the module class whose ``self.<layer>(...)`` calls count
+        self.state_only = state_only  # a method other than the entry point: its state is all it reads
         self.params: list = []  # the unit's parameters, in order
         self.evidence: set = set()
         self.cpu_bound: set = set()

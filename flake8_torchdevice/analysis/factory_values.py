@@ -41,6 +41,7 @@ from .devices import device_argument
 from .guards import is_cuda_test
 from .flow.places import cpu_type_cast, dtype_only
 from .modules import is_layer_attribute
+from .module_state import state_attributes
 from ..rule import is_none
 from .vocabulary import (
     CTC_FUNCTIONS,
@@ -63,6 +64,8 @@ class FactoryValues:
         if isinstance(expr, cst.Call):
             return self._call(expr)
         if isinstance(expr, cst.Attribute):
+            if is_self(expr.value):
+                return self._state(expr.attr.value)
             base = self._kind(expr.value)
             self._used_as_tensor(base, expr.attr.value)
             return None if expr.attr.value in META_ATTRS else base
@@ -322,6 +325,16 @@ class FactoryValues:
             return None  # fails by itself where CUDA is missing; follows the code's own check or switch
         self._groups[-1].forced.add(id(call))
         return ("C", call, receiver[2])
+
+    def _state(self, attr: str):
+        """``self.theta`` in a module's method: a buffer or parameter the module registered, on
+        whatever device the module was moved to (``module_state.py``)."""
+        group = self._groups[-1] if self._groups else None
+        if group is None or not group.layers_of or attr not in state_attributes(self.names, group.layers_of):
+            return None
+        root = f"self.{attr}"
+        group.evidence.add(root)
+        return ("T", (root,), True)
 
     def _arg_kinds(self, arg: cst.Arg) -> list:
         """Kinds of an argument, looking into a literal list/tuple (torch.cat([...])) and into

@@ -2,14 +2,15 @@
 
 The same data-following decision as TDV502 (one visitor, ``analysis/factory_meets.py``),
 for the functions whose inputs are known to live where the model lives: a module's
-``forward`` and a metric's ``update``. TDV502 decides every other function.
+``forward`` and a metric's ``update``; and, in a module's other methods, for the state the
+module registers and its layers (``analysis/module_state.py``). TDV502 decides the rest.
 """
 
 from __future__ import annotations
 
 from ..analysis.factory_meets import FactoryMeetings
 from ..analysis.vocabulary import FACTORY_NAMES, FUNCTIONAL_LOSSES
-from ..rule import Rule
+from ..rule import DEFINITION, Rule
 
 
 LOSS_WORDS = frozenset(name.rpartition(".")[2] for name in FUNCTIONAL_LOSSES)
@@ -50,6 +51,15 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     `device=` counts whether written as a statement (`if weights is None: weights = torch.ones(n)`)
     or as one expression (`weights = torch.ones(n) if weights is None else weights`): a caller that
     passes none gets the CPU tensor.
+
+    In a module's other methods (not `__init__`, nor a helper only `__init__` calls, which run before
+    anyone can move the module), it flags the same factories where they meet the module's registered
+    state instead of its input: a buffer or parameter its `__init__` (or a same-file base's) registers
+    (`self.register_buffer("theta", ...)`, `self.w = nn.Parameter(...)`), as a rotary embedding's
+    `torch.arange(n) * self.theta` when it rebuilds its cache for a longer input, or a CRF's
+    `score = torch.zeros(1)` plus `self.transitions[...]`; and a CPU tensor handed to one of the
+    module's layers with weights there (`self.embedding(torch.full((n, 1), 2))` in a decoding
+    method). `module.to(device)` moves registered state and layers; the factory's tensor stays behind.
 
     It is TDV502's decision (the data followed from the parameters, the same exemptions)
     applied where the input's device is known: whoever calls `model(x)` on a GPU has moved
@@ -106,7 +116,8 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       script or notebook): no machine without a GPU imports it, and its `.cuda()` goes to the current GPU, where that
       code put the model (post-hoc, from v125's first read: 5 false findings gone on the corpus, nothing right);
     - code that runs only where CUDA is missing (the `else` of `if torch.cuda.is_available():`
-      or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`): what is made
+      or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`), or on the CPU path of
+      the code's own GPU switch (the `else` of `if cuda:` / `if self.use_gpu:`): what is made
       or met there is on the CPU with everything else;
     - calls with `device=`, `out=` or `**kwargs`, `*_like` factories and `Tensor.new_*`,
       factories moved at once (`.to(x)`, `.type_as(x)`, `.cuda(rank)`, a cast to a type the model
@@ -117,9 +128,11 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     - inputs never used as tensors (a tensor attribute or method, a torch function, or one of
       the module's layers with weights, as TDV502's page says), typed or defaulted as numbers or
       strings, or sent through `.numpy()` (CPU code by design);
-    - methods other than `forward` (and a metric's `update`), classes that are not
-      modules or metrics as far as this file shows, and test modules (a toy module in a
-      test runs where the test puts it); a loss function is a module-level function that calls a
+    - in a module's methods other than `forward`, a factory that meets only the method's
+      parameters (TDV502's, opt-in) or an attribute the class does not register (`self.cache = ...`);
+      `__init__` and helpers that only `__init__` calls; a metric's methods other than `update`;
+      classes that are not modules or metrics as far as this file shows, and test modules (a toy
+      module in a test runs where the test puts it); a loss function is a module-level function that calls a
       `torch.nn.functional` loss itself (one that calls a loss object it is given, `criterion(out, y)`,
       is TDV502's).
 
@@ -160,8 +173,10 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     MODEL_ENTRIES = True
     # Every finding is a factory call (``torch.zeros(``; an imported or aliased name is
     # found as such) in a ``forward`` or ``update`` method, or a closure of one: its own
-    # name is a word of its unit. ``Tensor`` as an annotation or ``range`` in a loop is no call.
-    # A module-level loss function is decided as a forward is: the loss it calls names it.
-    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES}, {"forward", "update", *LOSS_WORDS}]
-    TOGETHER = True
+    # name is a word of its definition. ``Tensor`` as an annotation or ``range`` in a loop is no
+    # call. A module-level loss function is decided as a forward is: the loss it calls names it.
+    # In a module's other methods it meets state its class's ``__init__`` registers.
+    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES},
+             {"forward", "update", "register_buffer", "Parameter", *LOSS_WORDS}]
+    TOGETHER = DEFINITION
     ENTRY_HELPERS = True  # a helper the forward hands its input to is decided as the forward

@@ -1,0 +1,99 @@
+"""The tensors a module keeps as its own state, and the methods that run before it is moved.
+
+``self.register_buffer("theta", t)`` and ``self.w = nn.Parameter(t)`` in ``__init__`` make
+tensors that ``module.to(device)`` moves with the module; a tensor another method makes
+without ``device=`` stays on the CPU and meets them on two devices (a rotary embedding's
+``torch.arange(n) * self.theta`` when the cache is rebuilt for a longer input). A method that
+only ``__init__`` calls runs while the module is still on the CPU, before anyone moves it.
+Both are read from the class's ``ast`` once per file (``names.facts``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ast_helpers import ast_dotted_name
+from .layers import layer_state
+
+_REGISTERS = ("register_buffer", "register_parameter")
+
+
+def state_attributes(names, class_name: str) -> frozenset:
+    """Attributes of the module-level class ``class_name`` (or a same-file base) that its
+    ``__init__`` registers as a buffer or binds to an ``nn.Parameter``, and binds to nothing else."""
+    facts = names.facts.setdefault("module_state", {})
+    found = facts.get(class_name)
+    if found is None:
+        found = facts[class_name] = frozenset(_state_of(names, class_name, set()))
+    return found
+
+
+def _state_of(names, class_name: str, seen: set) -> set:
+    node = names.definition(class_name)
+    if class_name in seen or not isinstance(node, ast.ClassDef):
+        return set()
+    seen.add(class_name)
+    state: set = set()
+    for base in names.local_bases(class_name):
+        state |= _state_of(names, base, seen)
+    init = _method(node, "__init__")
+    if init is None or not init.args.args:
+        return state
+    me = init.args.args[0].arg
+    other: set = set()
+    for sub in ast.walk(init):
+        if isinstance(sub, ast.Call) and _registers(sub, me):
+            state.add(sub.args[0].value)
+        elif isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                    (state if _is_parameter(names, sub.value) else other).add(target.attr)
+    return state - other
+
+
+def _registers(call: ast.Call, me: str) -> bool:
+    """``self.register_buffer("name", value)`` with a literal name and a value that is not None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _REGISTERS and isinstance(func.value, ast.Name)
+            and func.value.id == me and len(call.args) >= 2):
+        return False
+    name, value = call.args[0], call.args[1]
+    return isinstance(name, ast.Constant) and isinstance(name.value, str) and not (
+        isinstance(value, ast.Constant) and value.value is None)
+
+
+def _is_parameter(names, value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    dotted = ast_dotted_name(value.func)
+    qualified = names.resolve_dotted(dotted) if dotted else None
+    return qualified is not None and layer_state(qualified) == "parameter"
+
+
+def init_only_methods(names, class_name: str) -> frozenset:
+    """Methods of ``class_name`` that only its ``__init__`` calls (``self._build(n)``): they run
+    before the module can have been moved. A method nothing in the class calls is public API."""
+    facts = names.facts.setdefault("init_only_methods", {})
+    found = facts.get(class_name)
+    if found is None:
+        found = facts[class_name] = frozenset(_init_only(names.definition(class_name)))
+    return found
+
+
+def _init_only(node) -> set:
+    if not isinstance(node, ast.ClassDef):
+        return set()
+    methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    callers: dict = {}  # method name -> the methods that name it through ``self``
+    for method in methods:
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                callers.setdefault(sub.attr, set()).add(method.name)
+    return {m.name for m in methods if callers.get(m.name) == {"__init__"}}
+
+
+def _method(node: ast.ClassDef, name: str):
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+            return stmt
+    return None
