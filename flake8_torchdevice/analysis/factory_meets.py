@@ -33,7 +33,7 @@ from .guards import (
     MarkedBlocks, availability_test, branch_blocks, is_cuda_flag, is_cuda_test, is_no_cuda_test,
 )
 from .modules import class_kind
-from .module_state import init_only_methods
+from .module_state import init_only_methods, state_methods
 from .vocabulary import passes_device
 
 
@@ -111,7 +111,8 @@ class FactoryMeetings(FactoryValues):
         if outer is None and not disabled:  # a unit of its own: whose is it, TDV502's or TDV504's?
             if self._is_model_entry(name, is_method) != self.MODEL_ENTRIES:
                 # TDV504 also reads a module's other methods, for its registered state alone.
-                state_only = self.MODEL_ENTRIES and module and not self.context.is_test
+                state_only = self.MODEL_ENTRIES and module and not self.context.is_test and (
+                    name in state_methods(self.names, self._class_names[-1]))
                 disabled = not state_only
         if disabled or (self._frames and outer is None and not is_method):
             env = None

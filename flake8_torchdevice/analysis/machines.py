@@ -130,6 +130,15 @@ class MachineEvidence:
         elif _names_rank(node):  # os.environ["LOCAL_RANK"]
             self.uses_gpus_per_process = True
 
+    def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> None:
+        """Joined literals read as the one string they make (``"c" "pu"`` is ``"cpu"``)."""
+        value = string_value(node)
+        if value is None:
+            return
+        self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(value))
+        if not self._in_location and id(node) not in self._not_evidence and is_cpu_string(node):
+            self.has_cpu_path = True
+
     def visit_Name(self, node: cst.Name) -> None:
         # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.local_rank``.
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))

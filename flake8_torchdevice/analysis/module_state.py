@@ -14,6 +14,8 @@ import ast
 
 from ..ast_helpers import ast_dotted_name
 from .layers import layer_state
+from .modules import is_layer_attribute
+from .vocabulary import FACTORY_NAMES
 
 _REGISTERS = ("register_buffer", "register_parameter")
 
@@ -90,6 +92,47 @@ def _init_only(node) -> set:
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
                 callers.setdefault(sub.attr, set()).add(method.name)
     return {m.name for m in methods if callers.get(m.name) == {"__init__"}}
+
+
+def state_methods(names, class_name: str) -> frozenset:
+    """The methods whose factories may meet the module's state: in a class that registers state or builds
+    layers, those (but ``__init__`` and the helpers only it calls) that call a factory by name. The rest
+    cannot report, so TDV504 does not walk them."""
+    facts = names.facts.setdefault("state_methods", {})
+    found = facts.get(class_name)
+    if found is None:
+        found = facts[class_name] = frozenset(_state_methods(names, class_name))
+    return found
+
+
+def _state_methods(names, class_name: str) -> set:
+    node = names.definition(class_name)
+    if not isinstance(node, ast.ClassDef):
+        return set()
+    if not state_attributes(names, class_name) and not _builds_layers(names, class_name, node):
+        return set()
+    skip = init_only_methods(names, class_name) | {"__init__"}
+    return {m.name for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and m.name not in skip and _calls_factory(m)}
+
+
+def _builds_layers(names, class_name: str, node: ast.ClassDef) -> bool:
+    init = _method(node, "__init__")
+    if init is None:
+        return bool(names.local_bases(class_name))  # a same-file base may build them
+    attrs = {t.attr for sub in ast.walk(init) if isinstance(sub, ast.Assign)
+             for t in sub.targets if isinstance(t, ast.Attribute)}
+    return any(is_layer_attribute(names, class_name, attr) for attr in attrs) or bool(names.local_bases(class_name))
+
+
+def _calls_factory(method) -> bool:
+    for sub in ast.walk(method):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in FACTORY_NAMES:
+                return True
+    return False
 
 
 def _method(node: ast.ClassDef, name: str):

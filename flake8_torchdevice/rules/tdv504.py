@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..analysis.factory_meets import FactoryMeetings
 from ..analysis.vocabulary import FACTORY_NAMES, FUNCTIONAL_LOSSES
-from ..rule import DEFINITION, Rule
+from ..rule import Rule
 
 
 LOSS_WORDS = frozenset(name.rpartition(".")[2] for name in FUNCTIONAL_LOSSES)
@@ -175,8 +175,8 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     # found as such) in a ``forward`` or ``update`` method, or a closure of one: its own
     # name is a word of its definition. ``Tensor`` as an annotation or ``range`` in a loop is no
     # call. A module-level loss function is decided as a forward is: the loss it calls names it.
-    # In a module's other methods it meets state its class's ``__init__`` registers.
-    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES},
-             {"forward", "update", "register_buffer", "Parameter", *LOSS_WORDS}]
-    TOGETHER = DEFINITION
+    # In a module's other methods it meets the module's state or layers, read through ``self`` in
+    # the same method (what ``__init__`` registers is read off the ``ast``, unparsed).
+    NEEDS = [{"." + name + "(" for name in FACTORY_NAMES}, {"forward", "update", "self", *LOSS_WORDS}]
+    TOGETHER = True
     ENTRY_HELPERS = True  # a helper the forward hands its input to is decided as the forward
