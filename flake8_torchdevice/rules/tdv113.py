@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.code import target_names
 from ..analysis.devices import cpu_literal, device_argument
 from ..analysis.flow.places import dtype_only
 from ..rule import Rule
@@ -128,7 +129,7 @@ class ModuleMovedToCpuInLoop(Rule):
 
     def _rebinds(self, target: cst.CSTNode, skip: Optional[str] = None) -> None:
         scope = self._scopes[-1]
-        for name in _names_in(target):
+        for name in target_names(target):
             if name == skip:
                 continue
             for loop in scope.loops:
@@ -205,16 +206,6 @@ class _Scope:
         self.uses: dict = {}  # id(loop) -> {name: how many times the loop reads it}
         self.exits: list = []  # (loop, order) of each break / return statement line
         self.not_reads: set = set()  # ids of Name nodes that read no variable (attributes, keywords)
-
-
-def _names_in(target: cst.CSTNode) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []
 
 
 def _moved_to_cpu(value: cst.BaseExpression, names) -> Optional[str]:
