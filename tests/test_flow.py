@@ -1589,3 +1589,16 @@ def test_an_element_handed_to_a_placed_module_beside_a_moved_sibling_was_chosen_
 ])
 def test_an_element_left_behind_is_still_reported_where_no_moved_sibling_goes_with_it(call, line):
     assert codes(_CHOSEN.replace("CALL", call)) == [("TDV602", line)]
+
+
+def test_the_unbound_tensor_cpu_call_brings_a_value_home():
+    source = (
+        "import torch\nfrom torch import Tensor, nn\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = nn.Linear(3, 2).to(device)\n"
+        "a = Tensor.cpu(model.weight.data).numpy()\n"
+        "b = torch.Tensor.cpu(model(torch.ones(1, 3, device=device))).numpy()\n"
+        "c = model(torch.ones(1, 3, device=device)).detach().numpy()\n"
+    )
+    result = check_source(source, rules=[NumpyOfPlacedTensor], strict=True)
+    assert [v.line for v in result.violations] == [7]

@@ -117,3 +117,15 @@ def test_only_an_optimizer_given_the_name_counts(optimizer, reported):
     opt = {optimizer}
     """
     assert found_in(source) == ([8] if reported else [])
+
+
+def test_a_tensor_moved_to_the_device_it_was_made_on_stays_the_leaf():
+    source = HEAD + (
+        "def f(device, other):\n"
+        "    w = torch.rand(1, requires_grad=True, device=device).to(device)\n"
+        "    v = torch.rand(1, requires_grad=True, device=other).to(device)\n"
+        "    p = nn.Parameter(torch.ones(1, device=device)).to(device)\n"
+        "    return torch.optim.Adam([w, v]), p\n"
+    )
+    result = check_source(source, rules=(ParameterMovedAfterCreation,), strict=True)
+    assert [v.line for v in result.violations] == [9]  # v: made on another device, moved: a copy

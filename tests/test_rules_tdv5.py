@@ -1009,3 +1009,21 @@ def test_state_in_a_test_module_is_left_alone():
     result = check_source(textwrap.dedent(STATE), filename="tests/test_rotary.py",
                           rules=[FactoryWithoutDevice, FactoryWithoutDeviceInForward], strict=True)
     assert "TDV504" not in {v.code for v in result.violations}
+
+
+def test_a_factory_sent_to_the_current_gpu_beside_registered_state_says_so():
+    source = textwrap.dedent("""
+        import torch
+        from torch import nn
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(3))
+            def forward(self, x, style=None):
+                if style is None:
+                    style = torch.ones(3).cuda()
+                return x * (self.weight * style)
+    """)
+    (violation,) = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
+    assert violation.line == 10
+    assert "meets self.weight, which the module registered" in violation.message

@@ -52,6 +52,10 @@ class FactoryMeetings(FactoryValues):
         "{factory}() without device= makes a CPU tensor, and it meets {root}, which the module registered "
         "and moves with it, in an operation that needs one device; pass device={root}.device"
     )
+    FORCED_STATE_MESSAGE = (
+        ".cuda() sends a tensor made without device= to the current GPU, and it meets {root}, which the module "
+        "registered and moves with it (to the CPU, cuda:1); make it with device={root}.device"
+    )
     # ``torch.ones(n).cuda()``: made without device=, then sent to the current GPU.
     FORCED_MESSAGE = (
         ".cuda() sends a tensor made without device= to the current GPU, and it meets {root} (an "
@@ -305,7 +309,8 @@ class FactoryMeetings(FactoryValues):
             # ``*inputs`` is a tuple: its first element has the device.
             root = f"{evident[0]}[0]" if evident[0] in group.stars else evident[0]
             if id(call) in group.forced:
-                self.report(call, self.FORCED_MESSAGE.format(root=root))
+                forced = self.FORCED_STATE_MESSAGE if state else self.FORCED_MESSAGE
+                self.report(call, forced.format(root=state[0] if state else root))
                 continue
             # The callee as dotted text: one line, whatever its layout (``torch . ones``).
             factory = dotted_name(call.func) or code_of(call.func)

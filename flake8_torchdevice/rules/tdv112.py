@@ -83,7 +83,9 @@ class ParameterMovedAfterCreation(Rule):
     - a `.to(...)` that only casts (`.to(torch.float16)`, `.to(dtype)`), or names the CPU (`.to("cpu")`: a
       CPU Parameter is returned as it is);
     - a move to the device the data already lives on, `nn.Parameter(p.data.float()).to(p.device)`
-      (the same `p` inside the Parameter): `.to` returns the Parameter itself;
+      (the same `p` inside the Parameter), or was made on, `torch.rand(1, requires_grad=True, device=d).to(d)`,
+      `nn.Parameter(torch.ones(1, device=d)).to(d)` (post-hoc, from v128's first read): `.to` returns the
+      tensor itself;
     - a local name no optimizer is given in its scope (`cls_token = nn.Parameter(...).to(x.device)` in a
       function): the value is used where it is made, not kept as trainable state; a leaf made on its device
       (`torch.zeros(n, requires_grad=True, device=device)`), or one moved and made a leaf again
@@ -157,7 +159,10 @@ class ParameterMovedAfterCreation(Rule):
             return
         method = _move_method(value, self.names)
         receiver = value.func.value if method else None
-        if method and (_makes_leaf(receiver, self.names) or isinstance(receiver, cst.Name) and receiver.value in scope):
+        if method == "to" and _made_on(receiver, device_argument(value)):
+            scope[name] = "leaf"  # made on that device already: ``.to()`` returns the leaf itself
+        elif method and (_makes_leaf(receiver, self.names)
+                         or isinstance(receiver, cst.Name) and receiver.value in scope):
             scope[name] = (value, method)
         else:
             scope.pop(name, None)
@@ -235,8 +240,18 @@ def _names_in(expr: cst.BaseExpression):
                 yield from _names_in(element.value)
 
 
+def _made_on(made: cst.BaseExpression, device: Optional[cst.BaseExpression]) -> bool:
+    """``torch.rand(1, requires_grad=True, device=d).to(d)``: made on the device it is moved to, so ``.to()``
+    returns the tensor itself, no copy."""
+    given = argument(made, None, "device") if isinstance(made, cst.Call) else None
+    return given is not None and device is not None and code_of(given.value) == code_of(device)
+
+
 def _already_there(made: cst.Call, device: cst.BaseExpression) -> bool:
-    """``nn.Parameter(p.data.float()).to(p.device)``: the data is read off ``p``, already on ``p.device``."""
+    """``nn.Parameter(p.data.float()).to(p.device)``: the data is read off ``p``, already on ``p.device``;
+    ``nn.Parameter(torch.zeros(n, device=d)).to(d)``: made there."""
+    if any(_made_on(node, device) for arg in made.args for node in subtree(arg.value)):
+        return True
     if not (isinstance(device, cst.Attribute) and device.attr.value == "device"):
         return False
     owner = code_of(device.value)

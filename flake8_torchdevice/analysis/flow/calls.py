@@ -46,6 +46,10 @@ class Calls:
             return self.factory(call, qualified, env)
         if qualified == "torch.load":
             return self.load(call, env)
+        if qualified == "torch.Tensor.cpu" and call.args:  # ``Tensor.cpu(x)``: the unbound method, ``x.cpu()``
+            receiver = self.ev(call.args[0].value, env)
+            zero = receiver.zero if receiver is not None and receiver.kind in (CPU, PLACED) else True
+            return Value(CPU, call, zero=zero)
         if tokenized(call):
             for arg in call.args:
                 self.ev(arg.value, env)
