@@ -23,11 +23,7 @@ _REGISTERS = ("register_buffer", "register_parameter")
 def state_attributes(names, class_name: str) -> frozenset:
     """Attributes of the module-level class ``class_name`` (or a same-file base) that its
     ``__init__`` registers as a buffer or binds to an ``nn.Parameter``, and binds to nothing else."""
-    facts = names.facts.setdefault("module_state", {})
-    found = facts.get(class_name)
-    if found is None:
-        found = facts[class_name] = frozenset(_state_of(names, class_name, set()))
-    return found
+    return _per_class(names, "module_state", class_name, lambda: _state_of(names, class_name, set()))
 
 
 def _state_of(names, class_name: str, seen: set) -> set:
@@ -75,11 +71,7 @@ def _is_parameter(names, value: ast.expr) -> bool:
 def init_only_methods(names, class_name: str) -> frozenset:
     """Methods of ``class_name`` that only its ``__init__`` calls (``self._build(n)``): they run
     before the module can have been moved. A method nothing in the class calls is public API."""
-    facts = names.facts.setdefault("init_only_methods", {})
-    found = facts.get(class_name)
-    if found is None:
-        found = facts[class_name] = frozenset(_init_only(names.definition(class_name)))
-    return found
+    return _per_class(names, "init_only_methods", class_name, lambda: _init_only(names.definition(class_name)))
 
 
 def _init_only(node) -> set:
@@ -98,11 +90,7 @@ def state_methods(names, class_name: str) -> frozenset:
     """The methods whose factories may meet the module's state: in a class that registers state or builds
     layers, those (but ``__init__`` and the helpers only it calls) that call a factory by name. The rest
     cannot report, so TDV504 does not walk them."""
-    facts = names.facts.setdefault("state_methods", {})
-    found = facts.get(class_name)
-    if found is None:
-        found = facts[class_name] = frozenset(_state_methods(names, class_name))
-    return found
+    return _per_class(names, "state_methods", class_name, lambda: _state_methods(names, class_name))
 
 
 def _state_methods(names, class_name: str) -> set:
@@ -117,12 +105,14 @@ def _state_methods(names, class_name: str) -> set:
 
 
 def _builds_layers(names, class_name: str, node: ast.ClassDef) -> bool:
+    if names.local_bases(class_name):
+        return True  # a same-file base may build them
     init = _method(node, "__init__")
     if init is None:
-        return bool(names.local_bases(class_name))  # a same-file base may build them
+        return False
     attrs = {t.attr for sub in ast.walk(init) if isinstance(sub, ast.Assign)
              for t in sub.targets if isinstance(t, ast.Attribute)}
-    return any(is_layer_attribute(names, class_name, attr) for attr in attrs) or bool(names.local_bases(class_name))
+    return any(is_layer_attribute(names, class_name, attr) for attr in attrs)
 
 
 def _calls_factory(method) -> bool:
@@ -133,6 +123,15 @@ def _calls_factory(method) -> bool:
             if name in FACTORY_NAMES:
                 return True
     return False
+
+
+def _per_class(names, key: str, class_name: str, compute) -> frozenset:
+    """``compute()``'s answer for ``class_name``, computed once per file (``names.facts[key]``)."""
+    facts = names.facts.setdefault(key, {})
+    found = facts.get(class_name)
+    if found is None:
+        found = facts[class_name] = frozenset(compute())
+    return found
 
 
 def _method(node: ast.ClassDef, name: str):

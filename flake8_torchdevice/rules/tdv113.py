@@ -64,8 +64,9 @@ class ModuleMovedToCpuInLoop(Rule):
     author's choice.
 
     ## When it does not report
-    - a move back in the loop after the `.cpu()` (`model.cuda()`, `model.to(device)`), or a `break`/`return` right
-      after it in the same block: no later iteration runs the CPU module;
+    - a move of the module to a device in the loop, before or after the `.cpu()` (`model.cuda()`,
+      `model.to(device)`), a new binding of its name there, or a `break`/`return` right after the `.cpu()`: no
+      later iteration runs the CPU module;
     - a loop that does not use the module anywhere else;
     - a name the code does not place on a device that may be a GPU before the loop (a `.to("cpu")` is no
       placement), or does not show to be a module (a tensor's `.cpu()` returns a copy);
@@ -132,8 +133,7 @@ class ModuleMovedToCpuInLoop(Rule):
         for name in target_names(target):
             if name == skip:
                 continue
-            for loop in scope.loops:
-                scope.moves_back.append((name, loop, scope.order))  # bound anew each time round
+            scope.placed_in.update((name, id(loop)) for loop in scope.loops)  # bound anew each time round
 
     def leave_For(self, node: cst.For) -> None:
         self._scopes[-1].loops.pop()
@@ -178,14 +178,13 @@ class ModuleMovedToCpuInLoop(Rule):
             scope.candidates.append((node, name, scope.loops[-1], scope.order))
         elif move == "device":
             scope.placed.setdefault(name, scope.order)
-            for loop in scope.loops:
-                scope.moves_back.append((name, loop, scope.order))
+            scope.placed_in.update((name, id(loop)) for loop in scope.loops)
 
     def _decide(self, scope: "_Scope") -> None:
         for call, name, loop, order in scope.candidates:
             if name not in scope.modules or scope.placed.get(name, order) >= order:
                 continue
-            if any(n == name and lp is loop for n, lp, _ in scope.moves_back):
+            if (name, id(loop)) in scope.placed_in:
                 continue  # moved (or bound anew) in the loop: each iteration places it again
             if any(lp is loop and o == order + 1 for lp, o in scope.exits):
                 continue  # the loop ends right after it
@@ -194,7 +193,7 @@ class ModuleMovedToCpuInLoop(Rule):
 
 
 class _Scope:
-    __slots__ = ("loops", "order", "placed", "modules", "candidates", "moves_back", "uses", "exits", "not_reads")
+    __slots__ = ("loops", "order", "placed", "modules", "candidates", "placed_in", "uses", "exits", "not_reads")
 
     def __init__(self) -> None:
         self.loops: list = []  # the loops open at this point, outermost first
@@ -202,7 +201,7 @@ class _Scope:
         self.placed: dict = {}  # name -> order of its first move to a device that may be a GPU
         self.modules: set = set()  # names a module-only method is called on
         self.candidates: list = []  # (call, name, innermost loop, order) of each .cpu() in a loop
-        self.moves_back: list = []  # (name, loop, order) of each move to a device or binding inside a loop
+        self.placed_in: set = set()  # (name, id(loop)): moved to a device or bound anew somewhere in that loop
         self.uses: dict = {}  # id(loop) -> {name: how many times the loop reads it}
         self.exits: list = []  # (loop, order) of each break / return statement line
         self.not_reads: set = set()  # ids of Name nodes that read no variable (attributes, keywords)
