@@ -136,6 +136,25 @@ def test_a_script_without_a_cpu_path_is_cuda_code_and_one_with_a_fallback_is_not
     assert found(cells, filename="sample.py") == [(3, 28)]
 
 
+def test_a_library_file_written_for_gpus_only_is_left_alone():
+    source = """
+    import torch
+    def sample(G, n, device="cuda"):
+        return G(torch.randn(n, 128, device=device))
+    def interpolate(G, a, b):
+        steps = torch.linspace(0, 1, 8).cuda()
+        return G(a + (b - a) * steps[:, None])
+    """
+    assert found(source) == []  # it places on CUDA itself and offers the CPU nowhere: its default repeats that
+    without_placement = source.replace(".cuda()", "")
+    assert found(without_placement) == [(3, 24)]
+    # Any CPU path, CUDA branch or device left to the caller makes the default a choice again.
+    for offer in ('fallback = "cpu"',
+                  'steps = steps if torch.cuda.is_available() else steps.cpu()',
+                  'def helper(t, device=None): return t.to(device)'):
+        assert found(source.replace("return G(a +", offer + "\n        return G(a +")) == [(3, 24)], offer
+
+
 def test_a_switch_on_by_default_is_reported_where_it_turns_cuda_on():
     source = """
     import torch
