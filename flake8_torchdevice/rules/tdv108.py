@@ -32,7 +32,8 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     split as this machine holds it (515 held-out projects of 551) with the rules of 2026-12-06, session of 18:00, whose
     post-hoc change, a library file written for GPUs only (it places on CUDA itself and nowhere offers the CPU), removed
     8 false findings (BigGAN's utilities and a copy of them) and 4 latent (defaults in files that call `.cuda()`
-    everywhere), and on the tune split 2 true and 1 latent; 211 of 237 (89.0%) before it on the same run; 299 of 332 findings true or latent (90.1%) over the held-out
+    everywhere), and on the tune split 2 true and 1 latent; 211 of 237 (89.0%) before it on the same run; 299 of 332
+    findings true or latent (90.1%) over the held-out
     batches v2-v124 with the rules of 2026-12-06, session of 10:44 (v123's first read 3 of 3 and v124's 4 of 4, all
     latent: `device="cuda"` and `cuda=True` defaults whose callers pass the device); 292 of 325 findings true or latent
     (89.8%) over the held-out batches v2-v122 with the rules of 2026-12-06, session of 09:26 (v122's first read 40 of
