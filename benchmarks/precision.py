@@ -304,14 +304,15 @@ def python_files(root: Path) -> list[str]:
     return sorted(path.relative_to(root).as_posix() for path in found if path.is_file())
 
 
-def read_source(path: Path) -> str:
-    """A .py file's text; a notebook's code cells as one module (notebooks.virtual_module)."""
+def read_source(path: Path) -> tuple[str, Optional[tuple[int, ...]]]:
+    """A .py file's text; a notebook's code cells as one module (notebooks.virtual_module) and each line's cell."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".ipynb":
         from flake8_torchdevice.notebooks import virtual_module
 
-        return virtual_module(text, path.name).source
-    return text
+        module = virtual_module(text, path.name)
+        return module.source, module.cells()
+    return text, None
 
 
 def file_kind(path: str) -> str:
@@ -346,11 +347,11 @@ def lint_file(args: tuple[str, str]) -> tuple[str, list[tuple[int, int, str, str
 
     root, path = args
     try:
-        source = read_source(Path(root) / path)
+        source, cells = read_source(Path(root) / path)
     except (OSError, UnicodeDecodeError, NotebookError) as exc:
         return path, [], f"unreadable: {type(exc).__name__}", 0
     # The path as a user would pass it: test modules are known by their path too.
-    result = check_source(source, filename=path)
+    result = check_source(source, filename=path, cells=cells)
     found = [(v.line, v.col, v.code, v.message) for v in result.violations]
     return path, found, result.error, source.count("\n") + 1
 
@@ -453,7 +454,7 @@ def context(root: Path, finding: Finding, around: int = CONTEXT_LINES) -> str:
     from flake8_torchdevice.notebooks import NotebookError
 
     try:
-        lines = read_source(root / finding.path).splitlines()
+        lines = read_source(root / finding.path)[0].splitlines()
     except (OSError, UnicodeDecodeError, NotebookError):
         return "    (source unavailable)"
     first = max(1, finding.line - around)

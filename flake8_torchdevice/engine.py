@@ -68,6 +68,7 @@ def check_source(
     full: bool = False,
     keep_reports: bool = False,
     parts: Optional["ParseCache"] = None,  # noqa: F821 - reparse.ParseCache, imported by its user
+    cells: Optional[Sequence[int]] = None,
 ) -> Result:
     """Check one file: its violations, sorted, or the one-line reason it
     could not be checked (a syntax error is reported for every file).
@@ -79,12 +80,14 @@ def check_source(
     reference the selection and each rule's ``NEEDS`` are tested against, and
     what fixes use). ``parts`` (a ``reparse.ParseCache``) reuses the parse of each
     top-level statement seen before: for a process that checks one file again and again.
+    ``cells`` (a notebook's joined cells: ``notebooks.VirtualModule.cells()``) gives each line's cell number, so
+    that rules know which statement ends a cell (Jupyter displays its value).
     Never raises unless ``strict`` (used by our own tests).
     """
     try:
         with _gc_paused():
             chosen = ALL_RULES if rules is None else rules
-            return _check(source, tree, chosen, filename, full, keep_reports, parts)
+            return _check(source, tree, chosen, filename, full, keep_reports, parts, cells)
     except Exception as exc:  # noqa: BLE001 - a linter must not crash its host
         if strict:
             raise
@@ -111,7 +114,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Result:
+def _check(source, tree, rules, filename, full, keep_reports, parts=None, cells=None) -> Result:
     source = _as_python_reads_it(source)
     if tree is None:
         try:
@@ -134,7 +137,7 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None) -> Res
         if not keep:
             return Result()
         known = index.built_facts()  # the call graph the selection read: the flow reads the same
-    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known, present)
+    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known, present, cells)
 
 
 def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: StatementIndex) -> list[Hit]:
@@ -356,7 +359,8 @@ def _top_key(index: StatementIndex, line: int) -> int:
     return _IMPORT if isinstance(top.node, (ast.Import, ast.ImportFrom)) else 0
 
 
-def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None, known=None, present=None) -> Result:
+def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None, known=None, present=None,
+             cells=None) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
     from .walk import BatchedWalker  # LibCST's node classes: only now needed
@@ -373,7 +377,7 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
         return Result(error=f"LibCST cannot parse this file: {_first_line(exc)}")
     names = resolver_from_ast(tree, present)
     names.facts.update(known or {})
-    context = FileContext(names, source, filename, is_test_file(filename, names))
+    context = FileContext(names, source, filename, is_test_file(filename, names), cells, starts)
     try:
         walker = BatchedWalker(
             [rule(context) for rule in rules],

@@ -34,6 +34,10 @@ class VirtualModule:
             return self.places[line - 1]
         return self.places[-1] if self.places else (1, line)
 
+    def cells(self) -> tuple[int, ...]:
+        """The cell number of each line (``engine.check_source``'s ``cells``)."""
+        return tuple(cell for cell, _ in self.places)
+
 
 def cell_sources(text: str, name: str) -> list[tuple[int, str]]:
     """(cell number, source) for each code cell, numbered among code cells."""

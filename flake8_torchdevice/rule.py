@@ -12,7 +12,7 @@ over with the report (``Fix``), so that no fixer decides a second time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, FrozenSet, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, FrozenSet, Optional, Sequence, Tuple, Union
 
 from ._lazy import cst
 
@@ -63,13 +63,18 @@ class Report:
 class FileContext:
     """What a rule may know about the file being checked."""
 
-    def __init__(self, names: "NameResolver", source: str, filename: Optional[str] = None, is_test: bool = False):
+    def __init__(self, names: "NameResolver", source: str, filename: Optional[str] = None, is_test: bool = False,
+                 cells: Optional[Sequence[int]] = None, starts: Sequence[int] = ()):
         self.names = names
         self.source = source
         self.filename = filename
         self.is_test = is_test  # a test module: by its name, or it imports pytest/unittest
         self.reports: list[Report] = []
         self.statement: Optional[int] = None  # index in module.body being walked
+        # A notebook's cell number for each line of its joined cells (None: not a notebook), and the
+        # first line of each top-level statement the engine parsed, in ``module.body``'s order.
+        self.cells = cells
+        self.starts = starts
 
     def enter_statement(self, index: int) -> None:
         self.statement = index

@@ -117,9 +117,9 @@ def one_line(message: str, limit: int = 300) -> str:
     return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
-def _violations(source: str, options: Options, outcome: Outcome, tree=None):
+def _violations(source: str, options: Options, outcome: Outcome, tree=None, cells=None):
     rules = [RULES_BY_CODE[code] for code in options.codes]
-    result = check_source(source, tree, rules=rules, filename=outcome.path)  # a test file by its name too
+    result = check_source(source, tree, rules=rules, filename=outcome.path, cells=cells)  # a test file by its name too
     if result.error:
         outcome.problems.append(f"{outcome.path}: {one_line(result.error)}")
     return filter_noqa(source, result.violations)
@@ -225,7 +225,7 @@ def _check_notebook(text: str, outcome: Outcome, options: Options):
             return None
         cells = [cell for cell in cells if cell not in broken]
     in_file = notebooks.file_lines(text)
-    violations = _violations(module.source, options, outcome, tree)
+    violations = _violations(module.source, options, outcome, tree, module.cells())
     for v in violations:
         cell, line = module.place(v.line)
         finding = _finding(outcome.path, v, cell, line, options)

@@ -172,3 +172,16 @@ def test_directory_walk_finds_notebooks_but_skips_checkpoints(tmp_path):
     (tmp_path / "nb.ipynb").write_text(text, encoding="utf-8")
     result = run_cli(".", cwd=tmp_path)
     assert [line.split(":", 1)[0] for line in result.out.splitlines()] == ["nb.ipynb"]
+
+
+def test_a_cells_last_value_is_displayed_and_left_alone_by_fix(tmp_path):
+    text = _notebook(
+        _cell(["import torch\n", "device = torch.device('cpu')\n", "a = torch.randn(3)\n", "a.to(device)"]),
+        _cell(["b = torch.ones(2)\n", "b.to(device)\n", "print(b)"]),
+    )
+    result = _lint(tmp_path, text, "--select", "TDV102")
+    assert result.code == 1 and [line.split(": ")[0] for line in result.out.splitlines()] == ["nb.ipynb:cell_2:2:1"]
+    fixed = _lint(tmp_path, text, "--select", "TDV102", "--fix")
+    assert fixed.code == 0, fixed.out + fixed.err
+    sources = ["".join(cell["source"]) for cell in json.loads((tmp_path / "nb.ipynb").read_text())["cells"]]
+    assert sources[0].endswith("\na.to(device)") and "b = b.to(device)\n" in sources[1]

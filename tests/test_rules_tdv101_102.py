@@ -849,3 +849,44 @@ def test_a_cuda_flag_kept_in_a_mapping_guards_its_cuda_call(flag, reported):
         return x
     """
     assert found(source, [CudaMixedWithToDevice]) == ([(10, "TDV101")] if reported else [])
+
+
+def test_the_value_a_notebook_cell_ends_with_is_displayed_not_discarded():
+    from flake8_torchdevice.notebooks import join
+
+    cells = [
+        (1, "import torch\ndevice = torch.device('cpu')\na = torch.randn(3)\na.to(device)"),  # shown: the cell's value
+        (2, "b = torch.ones(2)\nb.to(device)\nprint(b)"),  # not the cell's last statement
+        (3, "c = torch.ones(2)\nif c.sum() > 0:\n    c.to(device)"),  # nested: Jupyter shows nothing
+        (4, "d = torch.ones(2)\nd.to(device); d.cuda()"),  # only the last of a line's statements is shown
+    ]
+    module = join(cells)
+
+    def lines(**kwargs):
+        result = check_source(module.source, rules=[DiscardedTensorMove], strict=True, **kwargs)
+        return [(v.line, v.col) for v in result.violations]
+
+    assert lines() == [(4, 0), (6, 0), (10, 4), (12, 0), (12, 14)]  # without its cells, the joined code is a script
+    assert lines(cells=module.cells()) == [(6, 0), (10, 4), (12, 0)]
+    assert lines(cells=module.cells(), filename="nb.ipynb") == [(6, 0), (10, 4), (12, 0)]
+
+
+@pytest.mark.parametrize("marker", ["# %%", "#%%", "# %% [markdown]", "# In[3]:", "# In[ ]:"])
+def test_a_script_of_percent_cells_shows_each_cells_last_value(marker):
+    source = f"""
+    import torch
+    device = torch.device("cpu")
+    {marker}
+    a = torch.randn(3)
+    a.to(device)
+
+    {marker}
+    b = torch.ones(2)
+    b.to(device)
+    print(b)
+    c = torch.zeros(1)
+    c.to(device)
+    """
+    assert found(source, rules=[DiscardedTensorMove]) == [(10, "TDV102")]  # a.to and the file's last, c.to, shown
+    plain = source.replace(marker, "# a comment")
+    assert found(plain, rules=[DiscardedTensorMove]) == [(6, "TDV102"), (10, "TDV102"), (13, "TDV102")]

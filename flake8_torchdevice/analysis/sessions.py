@@ -9,6 +9,7 @@ import re
 from typing import Iterable, Optional
 
 from .._lazy import cst
+from ..selection import statement_start
 from .code import last_name, string_value, subtree
 
 # The extensions a checkpoint's name ends in: the words whose lines the verdict reads
@@ -18,6 +19,32 @@ CHECKPOINT_WORDS = frozenset({"pth", "pt", "ckpt", "tar", "bin"})
 
 def is_notebook(filename: Optional[str]) -> bool:
     return bool(filename) and filename.endswith(".ipynb")
+
+
+# The first line of a cell of a notebook kept as a script: VS Code's and Spyder's ``# %%``, nbconvert's ``# In[3]:``.
+_CELL_MARKER = re.compile(r"\s*#\s*(%%|In\[[\s\d]*\]:)")
+
+
+def ends_a_cell(context, index: Optional[int]) -> bool:
+    """Is top-level statement ``index`` (of ``module.body``) the last of a notebook cell, whose value Jupyter
+    displays? In a notebook (``context.cells``), no later statement starts in its cell; in a ``.py`` file of
+    ``# %%`` cells, a cell marker follows it before the next statement, or nothing does."""
+    if index is None or not 0 <= index < len(context.starts):
+        return False
+    first = context.starts[index]
+    body = [stmt for stmt in context.names.module_body if statement_start(stmt) >= first]
+    if not body:
+        return False
+    own = [stmt for stmt in body if statement_start(stmt) == first]
+    end = max(stmt.end_lineno or stmt.lineno for stmt in own)
+    following = min((statement_start(stmt) for stmt in body if statement_start(stmt) > end), default=None)
+    if context.cells is not None:
+        cells = context.cells
+        return following is None or not (0 < first <= len(cells) and 0 < following <= len(cells)) \
+            or cells[first - 1] != cells[following - 1]
+    lines = context.source.split("\n")
+    markers = [number for number, line in enumerate(lines, start=1) if _CELL_MARKER.match(line)]
+    return bool(markers) and (following is None or any(end < number < following for number in markers))
 
 
 def _pattern(expr: cst.BaseExpression) -> Optional[re.Pattern]:

@@ -16,6 +16,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis.bindings import AssignmentBindings
 from ..analysis.code import target_names
+from ..analysis.sessions import ends_a_cell
 from ..analysis.tensor_attributes import TENSOR_ATTRIBUTES
 from ..names import full_name
 from ..rule import Fix, Rule
@@ -147,7 +148,10 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
       may be graphs, whose `.to()` moves them in place (PyG's `Data` always, DGL's graphs up to 0.4); parameters and
       buffers are still tensors there;
     - `.to()` given a keyword `Tensor.to` does not accept (anything but `device`, `dtype`, `non_blocking`, `copy`,
-      `memory_format`): a custom container's in-place `.to()` (`bucket.to(device, keep_param_alignment=True)`).
+      `memory_format`): a custom container's in-place `.to()` (`bucket.to(device, keep_param_alignment=True)`);
+    - the value a notebook cell ends with (its last top-level statement, in a `.ipynb` file or in a `.py` file of
+      `# %%` / `# In[3]:` cells): Jupyter displays the moved tensor, so nothing is discarded (a move inside an `if` or
+      a loop, or followed by another statement of the cell, is still reported).
 
     A name bound to the result of `.cuda()` / `.cpu()` (`v_on_cuda = v.cuda()`) holds a tensor unless the receiver is
     named like a module.
@@ -213,18 +217,29 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
         self._pending.append([])
         self._generations.append({})
 
-    def _leave(self) -> None:
+    def _leave(self, module: Optional[cst.Module] = None) -> None:
         self._scopes.pop()
         self._batches.pop()
         self._generations.pop()
         containers = self._containers.pop()
         for call, node, statement, binding in self._pending.pop():
             # ``g.to(device)`` beside ``g.gdata[...]``: a container (a DGL graph), whose ``.to()`` may work in place
-            if binding not in containers:
-                self.report(call, fix=Fix(_assigned, target=node), statement=statement)
+            if binding in containers:
+                continue
+            if module is not None and self._displayed(module, node, statement):
+                continue  # a notebook cell's last expression: Jupyter shows the moved tensor, nothing is discarded
+            self.report(call, fix=Fix(_assigned, target=node), statement=statement)
 
     def leave_Module(self, node: cst.Module) -> None:
-        self._leave()
+        self._leave(node)
+
+    def _displayed(self, module: cst.Module, node: cst.Expr, statement: Optional[int]) -> bool:
+        """Is ``node`` the value a notebook cell ends with (its last top-level statement)?"""
+        if statement is None or not 0 <= statement < len(module.body):
+            return False
+        line = module.body[statement]
+        last = isinstance(line, cst.SimpleStatementLine) and line.body[-1] is node
+        return last and ends_a_cell(self.context, statement)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.attr.value not in TENSOR_ATTRIBUTES:
