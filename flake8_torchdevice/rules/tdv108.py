@@ -268,6 +268,8 @@ class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         super().leave_Module(node)
+        if not self._defaults:
+            return
         if self.requires_cuda or (self._script and not self.has_cpu_path) or cuda_throughout(self.names):
             # CUDA code throughout: it asserts CUDA, it is a program that never runs without it, or a file
             # that places on CUDA itself and nowhere offers the CPU (its default repeats its own choice)
