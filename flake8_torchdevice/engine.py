@@ -39,8 +39,8 @@ from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_fr
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
 from .selection import (
-    CONTEXT, Hit, StatementIndex, call_partners, compact, init_readers, lines_to_keep, self_call_partners,
-    statement_start,
+    CONTEXT, Hit, StatementIndex, call_linked, call_partners, compact, init_readers, lines_to_keep,
+    self_call_partners, statement_start, tops_to_walk,
 )
 
 LOG = logging.getLogger("flake8_torchdevice")
@@ -129,27 +129,31 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None, cells=
         return Result()
     lines = source.split("\n")  # \n only: Python does not break lines at form feeds or U+2028
     known: dict = {}
+    walks = None  # every rule walks every parsed statement
     if full:
         keep = set(range(1, len(lines) + 1))
     else:
         index = StatementIndex(tree, lines)
-        keep = lines_to_keep(index, _hits(source, tree, live, present, index))
+        per_rule, context = _hits(source, tree, live, present, index)
+        keep = lines_to_keep(index, [hit for hits in per_rule.values() for hit in hits] + context)
         if not keep:
             return Result()
         known = index.built_facts()  # the call graph the selection read: the flow reads the same
-    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known, present, cells)
+        # Each rule walks only the top-level statements its own hits keep: what it would see selected alone,
+        # and the rest of those statements that other rules keep.
+        walks = {rule: tops_to_walk(index, hits + context) for rule, hits in per_rule.items()}
+    return _analyse(source, lines, tree, keep, live, filename, keep_reports, parts, known, present, cells, walks)
 
 
-def _hits(source: str, tree: ast.Module, live: list, present: frozenset, index: StatementIndex) -> list[Hit]:
+def _hits(source: str, tree: ast.Module, live: list, present: frozenset,
+          index: StatementIndex) -> tuple[dict, list[Hit]]:
     """A hit for each line holding a word a live rule needs (or an alias of
-    one), and for each context word. For a rule whose groups must meet in one
+    one), by rule, and one for each context word. For a rule whose groups must meet in one
     unit (``TOGETHER``), only lines of units that hold every group."""
     scan = _Scan(source, tree, present)
-    lines: list[tuple[int, str]] = []
-    for rule in live:
-        lines += _rule_hits(scan, rule, index)
-    context = [line for word in context_words(present) for line in scan.lines_of(word)]
-    return [Hit(line, scope) for line, scope in lines] + [Hit(line, CONTEXT) for line in context]
+    per_rule = {rule: [Hit(line, scope) for line, scope in _rule_hits(scan, rule, index)] for rule in live}
+    context = [Hit(line, CONTEXT) for word in context_words(present) for line in scan.lines_of(word)]
+    return per_rule, context
 
 
 class _Scan:
@@ -294,6 +298,11 @@ def _definition_hits(located, needed: set, scope: str, index: StatementIndex) ->
     # An import makes no value: ``from torch import Tensor`` gives no definition the
     # factory it needs (a call through that name is a word in the definition itself).
     module_words = by_top.get(0, set())
+    # The flow follows values between a function and those it calls or is called by (``flow/callers.py``):
+    # a group of functions linked by calls meets the groups together (a caller's ``.cuda()`` placing what its
+    # callee reads with ``numpy``).
+    for key, found in _linked_words(index, by_top).items():
+        by_top[key] = by_top[key] | found
     live = {key for key, found in by_top.items() if key != _IMPORT and needed <= found | module_words}
     if live:
         live |= {0, _IMPORT}
@@ -305,6 +314,16 @@ def _definition_hits(located, needed: set, scope: str, index: StatementIndex) ->
         named = _names_at(index, {line for line, key, _ in keyed if key == 0})
         hits += [(line, scope) for line in _definitions_reading(index, named)]
     return hits
+
+
+def _linked_words(index: StatementIndex, by_top: dict) -> dict:
+    """{key of a top-level function with hits: the groups the hits of the functions linked to it by calls meet}."""
+    names = {top.node.name: id(top) for top in index.top
+             if id(top) in by_top and isinstance(top.node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if len(names) < 2:
+        return {}
+    return {names[name]: set().union(*(by_top[names[other]] for other in group))
+            for name, group in call_linked(index, set(names)).items()}
 
 
 def _names_at(index: StatementIndex, lines: set) -> set:
@@ -360,7 +379,7 @@ def _top_key(index: StatementIndex, line: int) -> int:
 
 
 def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=None, known=None, present=None,
-             cells=None) -> Result:
+             cells=None, walks=None) -> Result:
     """Parse the kept lines with LibCST, walk them once with ``rules``, and
     place what they report on the file's lines."""
     from .walk import BatchedWalker  # LibCST's node classes: only now needed
@@ -379,8 +398,9 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
     names.facts.update(known or {})
     context = FileContext(names, source, filename, is_test_file(filename, names), cells, starts)
     try:
+        visitors = [rule(context) for rule in rules]
         walker = BatchedWalker(
-            [rule(context) for rule in rules],
+            visitors,
             pre_visit=lambda node: update_from_cst(names, node),
             pre_visit_types=name_binding_nodes(),
             scope=(
@@ -389,7 +409,7 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
                 scope_nodes(),
             ),
         )
-        walker.walk_module(module, context.enter_statement)
+        walker.walk_module(module, context.enter_statement, _walkers_of(starts, rules, walks))
         if not context.reports:
             return Result()
         from .positions import file_positions  # LibCST's metadata: only for a file with a report
@@ -402,6 +422,13 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
         # LibCST's position pass (and any recursive helper) follows the tree's
         # depth: ~150 nested brackets exhaust the stack. An input limit, not a bug.
         return Result(error=_syntax_message(exc))
+
+
+def _walkers_of(starts: list, rules, walks: Optional[dict]):
+    """For each parsed top-level statement, the positions (in ``rules``) of the rules that walk it; None: all."""
+    if walks is None:
+        return None
+    return [tuple(i for i, rule in enumerate(rules) if start in walks[rule]) for start in starts]
 
 
 def is_test_file(filename: Optional[str], names) -> bool:

@@ -156,6 +156,13 @@ def _linked_group(graph: dict, kept: set) -> set:
     return group
 
 
+def call_linked(index: StatementIndex, names: set) -> dict:
+    """{name: the names of ``names`` linked to it by calls, either way, itself included} for each top-level function
+    of ``names`` (``function_call_graph``'s links: what the device flow follows between a caller and its callee)."""
+    graph = index.function_calls()
+    return {name: _linked_group(graph, {name}) & names for name in names}
+
+
 def call_partners(index: StatementIndex, lines: list) -> list[int]:
     """The first line of each top-level function that calls by name, or is called by, a top-level
     function or module code holding one of ``lines`` (``analysis.function_calls.function_call_graph``,
@@ -286,6 +293,24 @@ def lines_to_keep(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
         elif top.members and top.start in keep:  # a class already kept: its class-level guards
             _keep_class_statement(keep, top, line)
     return keep
+
+
+def tops_to_walk(index: StatementIndex, hits: Iterable[Hit]) -> set[int]:
+    """The first lines of the top-level statements holding the lines ``lines_to_keep`` keeps for ``hits``: every
+    statement with a hit, and all module-level code once a hit is there (or a context word is in it)."""
+    starts: set[int] = set()
+    module_code = False
+    for hit in hits:
+        top = index.top_at(hit.line)
+        if top is None or hit.line in index.docstring_lines:
+            continue
+        if hit.scope == CONTEXT and top.is_def:
+            continue  # a context word in a definition only adds to a class another hit keeps
+        starts.add(top.start)
+        module_code = module_code or (not top.is_def and hit.scope != CONTEXT)
+    if module_code:
+        starts.update(top.start for top in index.top if not top.is_def)
+    return starts
 
 
 def _table(top: _Member):

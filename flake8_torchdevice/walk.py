@@ -8,7 +8,7 @@ that deeply nested code cannot overflow the interpreter stack.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -34,17 +34,28 @@ class BatchedWalker:
         self._pre_visit = pre_visit
         self._pre_visit_types = pre_visit_types
         self._scope = scope
-        self._plan: dict[type, tuple[tuple[str, ...], list, list]] = {}
+        # One plan per node type for every subset of the visitors that walks a statement (None: all of them).
+        self._plans: dict = {None: {}}
+        self._plan: dict[type, tuple[tuple[str, ...], list, list]] = self._plans[None]
+        self._subset: Sequence[object] = visitors
+
+    def _use(self, subset: Optional[tuple]) -> None:
+        """Walk with the visitors at positions ``subset`` (None: all); the hooks run on every node either way."""
+        plan = self._plans.get(subset)
+        if plan is None:
+            plan = self._plans[subset] = {}
+        self._plan = plan
+        self._subset = self._visitors if subset is None else [self._visitors[i] for i in subset]
 
     def _plan_for(self, node_type: type):
         plan = self._plan.get(node_type)
         if plan is None:
             name = node_type.__name__
-            visits = [getattr(v, "visit_" + name) for v in self._visitors if hasattr(v, "visit_" + name)]
+            visits = [getattr(v, "visit_" + name) for v in self._subset if hasattr(v, "visit_" + name)]
             types = self._pre_visit_types
             if self._pre_visit is not None and (types is None or issubclass(node_type, types)):
                 visits.insert(0, self._pre_visit)
-            leaves = [getattr(v, "leave_" + name) for v in self._visitors if hasattr(v, "leave_" + name)]
+            leaves = [getattr(v, "leave_" + name) for v in self._subset if hasattr(v, "leave_" + name)]
             if self._scope is not None and issubclass(node_type, self._scope[2]):
                 visits.insert(0, self._scope[0])
                 leaves.append(self._scope[1])
@@ -52,15 +63,20 @@ class BatchedWalker:
             self._plan[node_type] = plan
         return plan
 
-    def walk_module(self, module: cst.Module, on_statement: Callable[[int], object]) -> None:
+    def walk_module(self, module: cst.Module, on_statement: Callable[[int], object],
+                    walkers: Optional[Sequence[tuple]] = None) -> None:
         """``walk(module)``, calling ``on_statement(i)`` before ``module.body[i]``
-        (the engine then knows which top-level statement a report is in)."""
+        (the engine then knows which top-level statement a report is in). ``walkers[i]``: the
+        positions of the visitors that walk ``module.body[i]`` (all of them visit the module itself)."""
+        self._use(None)
         plan = self._plan.get(cst.Module) or self._plan_for(cst.Module)
         for visit in plan[1]:
             visit(module)
         for index, statement in enumerate(module.body):
             on_statement(index)
+            self._use(None if walkers is None else walkers[index])
             self.walk(statement)
+        self._use(None)
         for leave in plan[2]:
             leave(module)
 

@@ -548,7 +548,8 @@ def test_a_large_table_keeps_only_the_rows_holding_a_word():
     source = _table_module("    torch.zeros(2) + torch.ones(2).to(device),\n")
     tree = ast.parse(source)
     index = StatementIndex(tree)
-    keep = lines_to_keep(index, _hits(source, tree, list(ALL_RULES), words.identifiers(source), index))
+    per_rule, context = _hits(source, tree, list(ALL_RULES), words.identifiers(source), index)
+    keep = lines_to_keep(index, [hit for hits in per_rule.values() for hit in hits] + context)
     hit_row = 4 + 250 + 1
     assert hit_row in keep and 4 in keep and 258 in keep  # the row, ``TABLE = [`` and ``]``
     assert not keep & set(range(5, hit_row))  # 250 rows without a word: not parsed
@@ -618,3 +619,63 @@ def test_a_call_of_the_files_own_module_class_is_a_cpu_word_for_the_flow():
     )
     assert differences(source) == []
     assert findings(source, [RULES_BY_CODE["TDV601"]]) == [(15, 11, "TDV601")]
+
+
+def test_each_rule_walks_the_top_level_statements_its_own_hits_keep():
+    from flake8_torchdevice.selection import CONTEXT, Hit, StatementIndex, tops_to_walk
+
+    source = (
+        "import torch\n"                      # 1
+        "x = 1\n"                             # 2
+        "def f(a):\n"                         # 3
+        "    return a.cuda()\n"               # 4
+        "def g(b):\n"                         # 5
+        "    if torch.cuda.is_available():\n"  # 6
+        "        return b\n"                  # 7
+        "class C:\n"                          # 8
+        "    y = torch.load(p)\n"             # 9
+    )
+    index = StatementIndex(ast.parse(source))
+    assert tops_to_walk(index, [Hit(4, "statement")]) == {3}  # a hit in a definition: that definition
+    assert tops_to_walk(index, [Hit(9, "class")]) == {8}
+    assert tops_to_walk(index, [Hit(6, CONTEXT)]) == set()  # a context word alone keeps no definition
+    assert tops_to_walk(index, [Hit(2, "statement")]) == {1, 2}  # module code: all of it
+    assert tops_to_walk(index, [Hit(4, "statement"), Hit(2, CONTEXT)]) == {2, 3}
+
+
+def test_rules_that_walk_different_statements_report_as_they_do_alone_and_on_the_whole_file():
+    source = (
+        "import torch\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def load(path):\n"
+        "    return torch.load(path)\n"
+        "def place(model):\n"
+        "    model.to(device)\n"
+        "    return model.cuda()\n"
+        "def ordinal():\n"
+        "    return torch.zeros(2, device='cuda:1')\n"
+    )
+    together = findings(source)
+    assert together == findings(source, full=True)
+    assert {code for _, _, code in together} >= {"TDV101", "TDV201", "TDV401"}
+    for code in {code for _, _, code in together}:
+        alone = findings(source, [RULES_BY_CODE[code]])
+        assert alone == [f for f in together if f[2] == code], code
+
+
+def test_functions_linked_by_calls_meet_a_rules_word_groups_together():
+    # TDV603 needs a NumPy word and a placement in one definition; here the caller places and the
+    # callee reads with NumPy, and the flow follows the placed value into the callee.
+    source = (
+        "import numpy\n"
+        "import torch\n"
+        "def show(images):\n"
+        "    for t in range(images.shape[0]):\n"
+        "        img = numpy.uint8(images[t])\n"
+        "def run(x):\n"
+        "    out = x.cuda() * 2\n"
+        "    show(out.data)\n"
+    )
+    rule = [RULES_BY_CODE["TDV603"]]
+    assert findings(source, rule, full=True) == [(5, 14, "TDV603")]
+    assert findings(source, rule) == findings(source) == [(5, 14, "TDV603")]
