@@ -679,3 +679,21 @@ def test_functions_linked_by_calls_meet_a_rules_word_groups_together():
     rule = [RULES_BY_CODE["TDV603"]]
     assert findings(source, rule, full=True) == [(5, 14, "TDV603")]
     assert findings(source, rule) == findings(source) == [(5, 14, "TDV603")]
+
+
+def test_state_kept_on_a_guessed_device_by_a_factory_is_selected_without_a_move():
+    # TDV110's state form: the guess is a factory's device=, and the class has no .to( at all.
+    source = (
+        "import torch\n"
+        "from torch import nn\n"
+        "class PositionalEncoding(nn.Module):\n"
+        "    def __init__(self, dim, n):\n"
+        "        super().__init__()\n"
+        "        guess = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "        self.pe = torch.zeros((1, dim, n), device=guess)\n"
+        "    def forward(self, x):\n"
+        "        return x + self.pe[:, :, :x.size(2)]\n"
+    )
+    rule = [RULES_BY_CODE["TDV110"]]
+    assert findings(source, rule, full=True) == [(7, 18, "TDV110")]
+    assert findings(source, rule) == findings(source) == [(7, 18, "TDV110")]

@@ -143,9 +143,10 @@ class InputMovedToGuessedDevice(Rule):
         "does not move: a module kept on the CPU of a GPU machine (or on another GPU) meets it elsewhere; "
         "register it as a buffer (self.register_buffer) or move it to the input's device where it is used"
     )
-    # The guess and the move are in the method that moves; the weights it meets may be
-    # reached through another method of the class, which SCOPE keeps.
-    NEEDS = [{"*is_available", "device_count"}, {".to("}]
+    # The guess and the move are in the method that moves, or that keeps the state (a factory's
+    # ``device=``, ``self.pe = torch.zeros(n, device=guess)``); the weights it meets, or the method
+    # that reads the state, may be another method of the class, which SCOPE keeps.
+    NEEDS = [{"*is_available", "device_count"}, {".to(", "device="}]
     TOGETHER = True
     SCOPE = CLASS
 
