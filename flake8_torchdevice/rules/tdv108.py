@@ -30,7 +30,8 @@ _NOT_PLACING = frozenset({
 class CudaDefaultDevice(MachineEvidence, CudaGuards, Rule):
     r"""**On by default.** Precision on held-out user code: 210 of 229 findings true or latent (91.7%) over the held-out
     split as this machine holds it (537 held-out projects of 573; v129's first read 1 of 1, latent, v130's 2 of 3, false
-    a CUDA-only chapter's `np_to_variable`); 207 of 225 (92.0%) over the 515 held-out projects of 551 with the rules of 2026-12-06, session of 18:00, whose
+    a CUDA-only chapter's `np_to_variable`); 207 of 225 (92.0%) over the 515 held-out projects of 551 with the rules
+    of 2026-12-06, session of 18:00, whose
     post-hoc change, a library file written for GPUs only (it places on CUDA itself and nowhere offers the CPU), removed
     8 false findings (BigGAN's utilities and a copy of them) and 4 latent (defaults in files that call `.cuda()`
     everywhere), and on the tune split 2 true and 1 latent; 211 of 237 (89.0%) before it on the same run; 299 of 332
