@@ -663,10 +663,12 @@ def test_rules_that_walk_different_statements_report_as_they_do_alone_and_on_the
         assert alone == [f for f in together if f[2] == code], code
 
 
-def test_functions_linked_by_calls_meet_a_rules_word_groups_together():
-    # TDV603 needs a NumPy word and a placement in one definition; here the caller places and the
-    # callee reads with NumPy, and the flow follows the placed value into the callee.
-    source = (
+# Findings the selective run once missed while the whole-file run reported them; other rules' kept lines had
+# shown them to the rule, until each rule walked only its own statements.
+_ONCE_HIDDEN = {
+    # TDV603 needs a NumPy word and a placement; the caller places, its callee reads with NumPy, and the
+    # flow follows the placed value into the callee: definitions linked by calls meet the groups together.
+    "callee of a placing caller": (
         "import numpy\n"
         "import torch\n"
         "def show(images):\n"
@@ -674,16 +676,11 @@ def test_functions_linked_by_calls_meet_a_rules_word_groups_together():
         "        img = numpy.uint8(images[t])\n"
         "def run(x):\n"
         "    out = x.cuda() * 2\n"
-        "    show(out.data)\n"
-    )
-    rule = [RULES_BY_CODE["TDV603"]]
-    assert findings(source, rule, full=True) == [(5, 14, "TDV603")]
-    assert findings(source, rule) == findings(source) == [(5, 14, "TDV603")]
-
-
-def test_state_kept_on_a_guessed_device_by_a_factory_is_selected_without_a_move():
+        "    show(out.data)\n",
+        (5, 14, "TDV603"),
+    ),
     # TDV110's state form: the guess is a factory's device=, and the class has no .to( at all.
-    source = (
+    "state made on a guessed device": (
         "import torch\n"
         "from torch import nn\n"
         "class PositionalEncoding(nn.Module):\n"
@@ -692,8 +689,15 @@ def test_state_kept_on_a_guessed_device_by_a_factory_is_selected_without_a_move(
         "        guess = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "        self.pe = torch.zeros((1, dim, n), device=guess)\n"
         "    def forward(self, x):\n"
-        "        return x + self.pe[:, :, :x.size(2)]\n"
-    )
-    rule = [RULES_BY_CODE["TDV110"]]
-    assert findings(source, rule, full=True) == [(7, 18, "TDV110")]
-    assert findings(source, rule) == findings(source) == [(7, 18, "TDV110")]
+        "        return x + self.pe[:, :, :x.size(2)]\n",
+        (7, 18, "TDV110"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ONCE_HIDDEN))
+def test_a_finding_of_the_whole_file_run_is_found_alone_and_together(case):
+    source, finding = _ONCE_HIDDEN[case]
+    rule = [RULES_BY_CODE[finding[2]]]
+    assert findings(source, rule, full=True) == [finding]
+    assert findings(source, rule) == findings(source) == [finding]
