@@ -398,9 +398,8 @@ def _analyse(source, lines, tree, keep, rules, filename, keep_reports, parts=Non
     names.facts.update(known or {})
     context = FileContext(names, source, filename, is_test_file(filename, names), cells, starts)
     try:
-        visitors = [rule(context) for rule in rules]
         walker = BatchedWalker(
-            visitors,
+            [rule(context) for rule in rules],
             pre_visit=lambda node: update_from_cst(names, node),
             pre_visit_types=name_binding_nodes(),
             scope=(

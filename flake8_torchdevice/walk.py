@@ -34,18 +34,19 @@ class BatchedWalker:
         self._pre_visit = pre_visit
         self._pre_visit_types = pre_visit_types
         self._scope = scope
-        # One plan per node type for every subset of the visitors that walks a statement (None: all of them).
-        self._plans: dict = {None: {}}
-        self._plan: dict[type, tuple[tuple[str, ...], list, list]] = self._plans[None]
+        # For every subset of the visitors that walks a statement (None: all of them): those visitors and
+        # their plan per node type, built as node types are met.
+        self._plans: dict = {None: ({}, visitors)}
+        self._plan: dict[type, tuple[tuple[str, ...], list, list]] = {}
         self._subset: Sequence[object] = visitors
+        self._use(None)
 
     def _use(self, subset: Optional[tuple]) -> None:
         """Walk with the visitors at positions ``subset`` (None: all); the hooks run on every node either way."""
-        plan = self._plans.get(subset)
-        if plan is None:
-            plan = self._plans[subset] = {}
-        self._plan = plan
-        self._subset = self._visitors if subset is None else [self._visitors[i] for i in subset]
+        known = self._plans.get(subset)
+        if known is None:
+            known = self._plans[subset] = ({}, [self._visitors[i] for i in subset])
+        self._plan, self._subset = known
 
     def _plan_for(self, node_type: type):
         plan = self._plan.get(node_type)
