@@ -185,3 +185,32 @@ def test_tdv503_a_dict_registered_through_its_values_is_no_finding():
     assert lines(ModulesInPlainContainer, registered) == []
     keys_only = MODULE.format(value='{"a": nn.Linear(2, 2)}') + "        self.names = sorted(self.layers.keys())\n"
     assert lines(ModulesInPlainContainer, keys_only) == [8]
+
+
+def test_a_partial_of_the_deprecated_api_is_reported_not_fixed():
+    source = """
+    import functools
+    from functools import partial
+    import torch
+    from torch.cuda.amp import autocast
+
+    a = functools.partial(torch.cuda.amp.autocast, dtype=torch.bfloat16)
+    b = partial(autocast, enabled=False)
+    c = partial(torch.amp.autocast, "cuda")
+    d = partial(print, torch.cuda.amp.autocast)
+    """
+    # the import is reported too (its name reaches the deprecated API), and nothing is rewritten
+    assert lines(DeprecatedAmp, source) == [5, 7, 8]
+    assert fixed(source) == textwrap.dedent(source)
+
+
+def test_a_version_gated_partial_is_a_fallback():
+    source = """
+    import functools
+    import torch
+    if hasattr(torch, "amp"):
+        autocast = functools.partial(torch.amp.autocast, "cuda")
+    else:
+        autocast = functools.partial(torch.cuda.amp.autocast)
+    """
+    assert lines(DeprecatedAmp, source) == []

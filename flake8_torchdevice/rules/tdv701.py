@@ -32,6 +32,12 @@ DEPRECATED = {
 NEW_API = frozenset({"torch.amp", "torch.autocast", "torch.GradScaler"})
 
 
+# Callables that call their first argument later: ``functools.partial(torch.cuda.amp.autocast, dtype=...)``
+# warns at each call of the partial, as the API itself does. Read by their last name (``functools`` is no
+# tracked import): with a deprecated API as the first argument, no other ``partial`` is plausible.
+_DEFERRED_CALLS = frozenset({"partial", "partialmethod"})
+
+
 @dataclass
 class _Use:
     node: cst.CSTNode  # a Call, or a Decorator without a call
@@ -40,6 +46,11 @@ class _Use:
     in_handler: bool
     ifs: tuple  # enclosing If / IfExp nodes, outermost first
     scope: dict  # the enclosing function's (or module's) facts
+    target: Optional[cst.BaseExpression] = None  # the deprecated callable, where it is not ``node``'s callee
+
+    @property
+    def callee(self) -> Optional[cst.BaseExpression]:
+        return self.target if self.target is not None else _callee(self.node)
 
 
 class DeprecatedAmp(Rule):
@@ -49,7 +60,10 @@ class DeprecatedAmp(Rule):
     decorators too), `torch.cpu.amp.autocast(...)` and `torch.cpu.amp.GradScaler(...)`,
     under any alias (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`,
     `import torch.cuda.amp as amp`), and the `from torch.cuda.amp import ...` /
-    `from torch.cpu.amp import ...` statements whose names are called so.
+    `from torch.cpu.amp import ...` statements whose names are called so. A
+    `functools.partial(torch.cuda.amp.autocast, dtype=torch.bfloat16)` (or `partialmethod`)
+    calls the API each time it is called, so it is reported too (post-hoc, from recall
+    batch 91's first read: Bark's `autocast` in coqui-ai-TTS).
 
     ## Why is this bad?
     Since torch 2.4 each call emits a `FutureWarning` and the API is slated for removal;
@@ -88,7 +102,7 @@ class DeprecatedAmp(Rule):
     otherwise neither the imports nor the uses of their names are changed (fix them
     together: silencing only some of them with `# noqa` would leave a name imported from one
     API and called with the other's arguments). Calls forwarding `*args` are reported, not
-    fixed. A qualified call (`torch.cuda.amp.autocast(...)`) is rewritten on its own; an
+    fixed, and so are partials (their own arguments would need the same rebinding). A qualified call (`torch.cuda.amp.autocast(...)`) is rewritten on its own; an
     `import torch.cuda.amp` or `from torch.cuda import amp` it leaves unused stays.
     The one difference left: the new autocast reads the autocast cache setting of an
     enclosing region where the old one forced it on; the cache changes speed, not results.
@@ -105,7 +119,8 @@ class DeprecatedAmp(Rule):
       (`if device_type == "cuda": torch.cuda.amp.GradScaler() else:
       torch.amp.GradScaler(device_type)`) is reported: it warns on every torch >= 2.4;
     - references that are not called (`isinstance(s, torch.cuda.amp.GradScaler)`, type
-      annotations), and imports used only so: they emit no warning;
+      annotations; a partial's first argument is called), and imports used only so: they
+      emit no warning;
     - `torch.amp.*`, `torch.autocast`, and other libraries' `autocast`.
 
     ## The error torch raises
@@ -209,17 +224,23 @@ class DeprecatedAmp(Rule):
 
     # -- uses -----------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        api = DEPRECATED.get(self.names.qualify(node.func) or "")
+        name = self.names.qualify(node.func) or ""
+        api = DEPRECATED.get(name)
         if api is not None:
             self._record(node, api)
+        elif _last_name(node.func) in _DEFERRED_CALLS and node.args and _plain(node.args[0]):
+            api = DEPRECATED.get(self.names.qualify(node.args[0].value) or "")
+            if api is not None:  # reported, not fixed: the partial's own arguments follow the old signature
+                self._record(node, api, target=node.args[0].value)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         api = DEPRECATED.get(self.names.qualify(node.decorator) or "")
         if api is not None and api.name in amp.DECORATORS:
             self._record(node, api)
 
-    def _record(self, node: cst.CSTNode, api: Api) -> None:
-        use = _Use(node, api, self.context.statement, self._handlers > 0, tuple(self._ifs), self._scopes[-1])
+    def _record(self, node: cst.CSTNode, api: Api, target: Optional[cst.BaseExpression] = None) -> None:
+        statement = self.context.statement
+        use = _Use(node, api, statement, self._handlers > 0, tuple(self._ifs), self._scopes[-1], target)
         self._uses.append(use)
 
     # -- verdicts -------------------------------------------------------
@@ -229,14 +250,14 @@ class DeprecatedAmp(Rule):
         for use in reported:
             fix = self._use_fix(use, renamed)
             self.report(use.node, self._message(use.api), fix=fix, statement=use.statement)
-        called = {_callee(use.node).value for use in reported if isinstance(_callee(use.node), cst.Name)}
+        called = {use.callee.value for use in reported if isinstance(use.callee, cst.Name)}
         for imported, statement, locals_, gated in self._imports:
             if not gated and called.intersection(locals_):
                 fix = Fix(amp.rewrite_import) if renamed is not None else None
                 self.report(imported, self.IMPORT_MESSAGE, fix=fix, statement=statement)
 
     def _fallback(self, use: _Use) -> bool:
-        callee = _callee(use.node)
+        callee = use.callee
         if isinstance(callee, cst.Name) and self._fallback_name(callee.value):
             return True
         return use.in_handler or use.scope["gated"] or self._gated_by_if(use)
@@ -283,6 +304,8 @@ class DeprecatedAmp(Rule):
 
     def _use_fix(self, use: _Use, renamed: Optional[set]) -> Optional[Fix]:
         node, api = use.node, use.api
+        if use.target is not None:
+            return None
         func = _callee(node)
         torch_name = self._torch_name(func)
         if isinstance(func, cst.Name):  # imported by name: rewritten with its import
@@ -313,9 +336,11 @@ class DeprecatedAmp(Rule):
         if not names or self._module is None or not amp.only_called(self._module, names):
             return None
         for use in self._uses:
-            callee = _callee(use.node)
+            callee = use.callee
             if not isinstance(callee, cst.Name) or callee.value not in names:
                 continue
+            if use.target is not None:
+                return None  # ``partial(autocast, ...)``: not rewritten
             if not any(use is r for r in reported):
                 return None
             if (
@@ -324,6 +349,16 @@ class DeprecatedAmp(Rule):
             ):
                 return None
         return names
+
+
+def _plain(arg: cst.Arg) -> bool:
+    return arg.keyword is None and not arg.star
+
+
+def _last_name(func: cst.BaseExpression) -> Optional[str]:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
 
 
 def _callee(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
