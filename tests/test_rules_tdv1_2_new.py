@@ -854,12 +854,53 @@ def test_tdv201_a_fallback_after_the_same_file_mapped_is_deliberate(tried, repor
     assert _in(_FALLBACK.replace("{tried}", tried), "common.py", full) == reported
 
 
-def test_tdv201_a_load_in_the_try_body_is_no_fallback():
+def test_tdv201_a_load_in_the_try_body_is_safe_where_the_handler_maps_the_same_file():
+    # the reverse of the fallback above: the unmapped load raises where the saving GPU is missing, and
+    # ``except Exception`` loads it mapped (this load was reported until v132's first read)
     mapped = 'checkpoint = torch.load(filename, map_location="cpu")\n        net'
     source = _FALLBACK.replace('torch.load({tried}, map_location="cpu")', "torch.load(filename)").replace(
         "checkpoint = torch.load(filename)\n        net", mapped)
     assert 'map_location="cpu")\n        net' in source
-    assert _in(source, "common.py") == [5]
+    assert _in(source, "common.py") == []
+    assert _in(source.replace("except Exception:", "except KeyError:"), "common.py") == [5]
+
+
+_TRIED = """\
+    import torch
+    DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def partial_load(net, saved_path):
+        state = torch.load(saved_path, map_location="cpu")
+        net.load_state_dict(state, strict=False)
+        return net
+    def load_weights(net, path, other):
+        try:
+            net.load_state_dict(torch.load(path))
+        except {caught}:
+            {handler}
+        return net.to(DEVICE)
+    """
+
+
+@pytest.mark.parametrize("caught, handler, reported", [
+    # where the saving GPU is missing the load raises, and the handler loads the same file mapped
+    ("Exception", "net = partial_load(net, path)", []),
+    ("Exception", 'net.load_state_dict(torch.load(path, map_location="cpu"))', []),
+    ("(OSError, RuntimeError)", "net = partial_load(net, path)", []),
+    ("BaseException", "net = partial_load(net, path)", []),
+    ("Exception", "net = partial_load(net, other)", [9]),  # another file mapped
+    ("Exception", "net = partial_load(path, net)", [9]),  # the helper maps its second parameter, not this
+    ("FileNotFoundError", "net = partial_load(net, path)", [9]),  # the load's RuntimeError passes it by
+    ("Exception", 'net.load_state_dict(torch.load(path, map_location=None))', [9, 11]),
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_load_whose_handler_loads_it_mapped_is_safe(caught, handler, reported, full):
+    source = _TRIED.replace("{caught}", caught).replace("{handler}", handler)
+    assert _in(source, "weights.py", full) == reported
+
+
+def test_tdv201_a_bare_except_catches_the_load():
+    source = _TRIED.replace("except {caught}:", "except:").replace("{handler}", "net = partial_load(net, path)")
+    assert _in(source, "weights.py") == []
 
 
 _LOCAL_SPLITS = """\
@@ -1068,6 +1109,38 @@ restore(encoder_file)
 )
 def test_tdv201_a_file_read_back_in_the_run_that_wrote_it(order, lines):
     assert found(_RUN.format(order=order), TorchLoadWithoutMapLocation) == lines
+
+
+_ENTRY = """\
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def train_model(model, epochs):
+    for epoch in range(epochs):
+        torch.save(model.state_dict(), "best_model.pth")
+
+def main():
+{body}
+
+{call}
+"""
+
+
+@pytest.mark.parametrize(("body", "call", "lines"), [
+    # main(), which module code runs, loads the file its own call of train_model() has just written
+    ("    model = Net().to(device)\n    train_model(model, 9)\n    model.load_state_dict(torch.load('best_model.pth'))",
+     "main()", []),
+    ("    model = Net().to(device)\n    train_model(model, 9)\n    model.load_state_dict(torch.load('other.pth'))",
+     "main()", [11]),
+    # loaded before the call that writes it: another run's file
+    ("    model = Net().to(device)\n    model.load_state_dict(torch.load('best_model.pth'))\n    train_model(model, 9)",
+     "main()", [10]),
+    # a function other code calls may run anywhere
+    ("    train_model(model, 9)\n    model.load_state_dict(torch.load('best_model.pth'))",
+     "def cli():\n    main()", [10]),
+])
+def test_tdv201_an_entry_point_reads_back_what_its_own_calls_wrote(body, call, lines):
+    assert found(_ENTRY.format(body=body, call=call), TorchLoadWithoutMapLocation) == lines
 
 
 @pytest.mark.parametrize(

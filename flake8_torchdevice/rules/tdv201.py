@@ -34,6 +34,7 @@ from ..analysis.guards import (
     is_test_code,
 )
 from ..analysis.machines import MachineEvidence
+from ..analysis.mapped_loaders import mapped_parameters
 from ..analysis.object_files import object_path, passed_object_path, saved_attributes
 from ..analysis.run_order import path_key, read_back_in_run
 from ..analysis.scripts import script_functions
@@ -300,7 +301,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a call that passes `map_location` (keyword or second positional, not `None`) or forwards `*args` / `**kwargs`;
     - a fallback in an `except` handler whose `try` loads the same path with a `map_location` (`try:
       torch.load(f, map_location="cpu")` / `except ...: torch.load(f)`): the saved device, chosen on purpose for a
-      file the mapped load cannot read;
+      file the mapped load cannot read; and the reverse, a load in a `try` whose handler catches the
+      `RuntimeError` (`except Exception:`, `except RuntimeError:`, a bare `except:`) and loads the same path mapped,
+      itself or through a same-file function given it (`except Exception: partial_load_model(model, path)`, whose
+      `torch.load(saved_path, map_location="cpu")`): where the saving GPU is missing the load raises and the handler
+      maps it (post-hoc, from v132's first read); `except FileNotFoundError:` lets that error by and is reported;
     - a model zoo's published weights: a load in a function with a parameter that names pretrained weights
       (`def resnet50(pretrained=False, root=...)` loading `get_model_file("resnet50")`, `init_weights(self,
       pretrained="")`, `use_pretrain=True`), the zoo's own constructors. Zoos publish weights converted or saved on
@@ -348,6 +353,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       (post-hoc, from the round trips of `train()` and `test()` in held-out scripts), but a local bound once to a
       string literal reads as that string (`save_dir = "../models/"`, `torch.save(s, f"{save_dir}{dataset}.pth")`
       in the function, `torch.load(f"../models/{dataset}.pth")` after its call; post-hoc, from v107's notebooks);
+      so does the body of such a function itself, an entry point like `main()`, loading after its own call of a
+      function that saved the file (`train_model(model, ...)`, which saves `"best_model.pth"`, then
+      `model.load_state_dict(torch.load("best_model.pth"))`; post-hoc, from the held-out
+      `save-then-load-same-process` labels);
     - a file the object saved to earlier in its life: a method saves (`torch.save(self.model.state_dict(), path)`)
       and keeps the path in an attribute (`self.best = path`, `self.best = self.fit(...)` where `fit` returns the
       path it saved to, `self.files[name] = path`), read back as `torch.load(self.best)` or through a nested
@@ -727,6 +736,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return
         if self._fallback_of_mapped_load(node):
             return  # ``try: torch.load(f, map_location="cpu")`` ``except: torch.load(f)``: the saved device on purpose
+        if self._tried_before_mapped_load(node):
+            return  # ``try: torch.load(f)`` ``except: torch.load(f, map_location="cpu")``: the handler maps it
         # Tests read what they wrote (tmp dirs, handlers run a few lines
         # above) and run where the suite's gates put them.
         if any(is_test_code(function, self.context.is_test) for function in self._functions):
@@ -808,6 +819,32 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             and self.file_key(sub, 0) == path
             for sub in subtree(tried.body)
         )
+
+    def _tried_before_mapped_load(self, call: cst.Call) -> bool:
+        """Is ``call`` in the body of a ``try`` one of whose handlers loads the same path with a
+        ``map_location``, itself or through a same-file function given it (``except Exception:
+        partial_load_model(model, path)``, whose ``torch.load(saved_path, map_location="cpu")``)?
+        Where the saving GPU is missing, the load raises and the handler loads the file mapped
+        (post-hoc, from v132's first read)."""
+        tried = self._tries[-1] if self._tries else None
+        path = self.file_key(call, 0)
+        if tried is None or path is None or not any(sub is call for sub in subtree(tried.body)):
+            return False
+        for handler in tried.handlers:
+            if not _catches_runtime_error(handler.type):
+                continue  # ``except FileNotFoundError:``: the load's own failure passes it by
+            for sub in subtree(handler.body):
+                if isinstance(sub, cst.Call) and self._loads_mapped(sub, path):
+                    return True
+        return False
+
+    def _loads_mapped(self, call: cst.Call, path: tuple) -> bool:
+        if self.names.qualify(call.func) in TORCH_LOADS:
+            return has_map_location(call) and self.file_key(call, 0) == path
+        if not isinstance(call.func, cst.Name):
+            return False
+        positions = mapped_parameters(self.names, call.func.value, TORCH_LOADS)
+        return any(self.file_key(call, position) == path for position in positions)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         """``torch.load(f) / std`` with ``std = torch.from_numpy(...)`` in the same scope: the loaded tensor
@@ -914,6 +951,18 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return False  # a notebook's function is called by the notebook, not by a user of a library
         path = argument(call, 0, "f")
         return path is not None and bool(self._params) and self._mentions_params(self.opened_path(path.value))
+
+
+_CATCHES_RUNTIME_ERROR = frozenset({"Exception", "BaseException", "RuntimeError"})
+
+
+def _catches_runtime_error(caught: Optional[cst.BaseExpression]) -> bool:
+    """Does an ``except`` clause catch the ``RuntimeError`` a load raises where the saving GPU is missing?
+    A bare ``except:``, ``Exception``, ``BaseException`` or ``RuntimeError``, alone or in a tuple."""
+    if caught is None:
+        return True
+    parts = [element.value for element in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+    return any(last_name(part) in _CATCHES_RUNTIME_ERROR for part in parts)
 
 
 def _is_cpu_value(expr: cst.BaseExpression) -> bool:
