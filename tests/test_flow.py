@@ -1602,3 +1602,33 @@ def test_the_unbound_tensor_cpu_call_brings_a_value_home():
     )
     result = check_source(source, rules=[NumpyOfPlacedTensor], strict=True)
     assert [v.line for v in result.violations] == [7]
+
+
+_PREPARED = """\
+from accelerate import Accelerator
+from tqdm import tqdm
+
+
+def main(model, opt, loader, critic):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    accelerator = Accelerator()
+    crit = critic.to(device)
+    {prepare}
+    {bar}
+    for step, X in enumerate({loop}):
+        batch = torch.tensor(X[0], dtype=torch.float16)
+        out = crit(batch)
+        out = crit(torch.zeros(2, 2))
+"""
+
+
+@pytest.mark.parametrize("prepare, bar, loop, reported", [
+    # a copy of a framework's batch stays where the framework put it (post-hoc, from v132's first read)
+    ("model, opt, loader = accelerator.prepare(model, opt, loader)", "pass", "loader", [17]),
+    ("model, opt, loader = accelerator.prepare(model, opt, loader)", "bar = tqdm(loader)", "bar", [17]),
+    ("model, opt, loader = accelerator.prepare(model, opt, loader)", "pass", "tqdm(loader)", [17]),
+    ("items = make_items()", "pass", "items", [16, 17]),  # no framework's loader: made as the factory makes it
+])
+def test_a_copy_of_a_prepared_loaders_batch_is_on_the_frameworks_device(prepare, bar, loop, reported):
+    source = _PREPARED.replace("{prepare}", prepare).replace("{bar}", bar).replace("{loop}", loop)
+    assert [line for code, line in codes(source) if code == "TDV601"] == reported

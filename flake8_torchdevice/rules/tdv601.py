@@ -147,6 +147,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - values whose device the code does not prove: parameters, attributes other than those `__init__` places,
       results of unknown calls, names re-bound in branches or loops that disagree (unless one of them places it),
       and names deleted;
+    - a batch of a loader a framework prepared (`model, opt, loader = accelerator.prepare(...)`, then `for X in
+      tqdm(loader)`), its elements and copies of them (`torch.tensor(X[0], dtype=fp16)`: `torch.tensor` of a tensor
+      keeps its device): the framework put them on its device (post-hoc, from v132's first read);
     - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded
       checkpoint's entries; data whose shape the code does not show (`torch.tensor(scale)`) counts as 0-dim too,
       except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no

@@ -135,6 +135,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self.unshown: set[str] = set()  # those of them whose building this file does not show (flow/loops.py)
         self.foreign: set[str] = set()  # names this scope bound to a loader another module built (``tqdm(it)``)
         self.enumerated: set[str] = set()  # those of them that yield (i, batch): ``tqdm(enumerate(loader))``
+        self.prepared: set[str] = set()  # names bound to a wrapper of a framework's loader (``tqdm(prepared)``)
         self.attributes_bound: set[str] = set()  # ``self.x`` keys this walk has bound (``if_`` in ``__init__``)
         self._class_defaults = UNREAD  # in ``__init__``: its class body's attributes (``Statements.class_defaults``)
         self._node = node

@@ -198,8 +198,8 @@ class Expressions:
         if base.kind == SIBLING:
             base.evidence = True  # indexed: a tensor or a sequence; see evidence in use
             return None
-        if base.kind == PLACED:
-            return base
+        if base.kind in (PLACED, FRAMEWORK):
+            return base  # a framework's batch: ``X[0]`` is where the framework put it
         if base.kind == LIST and base.items and all(item.kind == PLACED for item in base.items):
             return base.items[0]  # ``data = [x.to(device) for x in batch]``; ``data[0]``
         if base.kind == CPU and not base.label.startswith("torch.load"):

@@ -22,6 +22,18 @@ class Loops:
             target = target.elements[1].value
         if self.is_loader(iterable, env):
             self.bind_elements(target, env, self.unshown_loader(iterable, env))
+        elif self.prepared_loader(iterable, env):
+            # ``for X in accelerator.prepare(...)``'s loader: each batch is where the framework put it,
+            # so is a copy of it (``torch.tensor(X[0], dtype=fp16)``; post-hoc, from v132's first read)
+            for name in _target_names(target):
+                env[name] = Value(FRAMEWORK, name)
+
+    def prepared_loader(self, iterable, env: dict) -> bool:
+        """A loader a framework prepared (``accelerator.prepare``'s), or a name bound to a wrapper of one."""
+        if not isinstance(iterable, cst.Name):
+            return False
+        known = env.get(iterable.value)
+        return iterable.value in self.prepared or known is not None and known.kind == FRAMEWORK
 
     def first_batch(self, node: cst.Assign, env: dict) -> bool:
         """``x, y = next(iter(loader))``: one batch's elements, not moved yet."""
@@ -48,6 +60,8 @@ class Loops:
             foreign = isinstance(value, cst.Name) and self.foreign_loader(value.value, env)
             (self.loaders.add if is_loader else self.loaders.discard)(name)
             (self.foreign.add if foreign else self.foreign.discard)(name)
+            prepared = value is not None and not is_loader and self.prepared_loader(value, env)
+            (self.prepared.add if prepared else self.prepared.discard)(name)
             # Unshown once any binding is (a parameter's alias too: ``dataloader = data``; a loader class
             # of the project's own, ``dataloader = DictDataLoader(...)``, as it is in the loop's header);
             # shown again only where rebound to a loader the file builds.
@@ -56,7 +70,7 @@ class Loops:
                 self.unshown.add(name)
             elif is_loader:
                 self.unshown.discard(name)
-            (self.enumerated.add if is_loader and enumerated else self.enumerated.discard)(name)
+            (self.enumerated.add if (is_loader or prepared) and enumerated else self.enumerated.discard)(name)
 
     def bind_elements(self, target, env: dict, unshown: bool = False) -> None:
         loop = Loop(unshown)
@@ -150,6 +164,14 @@ def _bound(node: cst.Assign) -> list:
 
 def _framework_owner(expr: cst.Attribute) -> bool:
     return "trainer" in code_of(expr.value).lower()
+
+
+def _target_names(target) -> list:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _target_names(element.value)]
+    return []
 
 
 def _unwrapped(expr):

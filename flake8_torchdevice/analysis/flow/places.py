@@ -9,7 +9,7 @@ from ..._lazy import cst
 from ..code import argument, code_of, last_name, string_value
 from ..self_calls import follows_self_calls
 from ..vocabulary import DATA_FACTORIES, LEGACY_KINDS, maybe_zero_dim, unseen_shape
-from .values import BATCH, CPU, DEVICE, INPUT, NUMPY, PLACED, SIBLING, Value
+from .values import BATCH, CPU, DEVICE, FRAMEWORK, INPUT, NUMPY, PLACED, SIBLING, Value
 from .words import DTYPES, OPTION_HOLDERS
 
 
@@ -102,7 +102,7 @@ class Places:
             return None
         if qualified in DATA_FACTORIES and values:
             first = values[0]
-            if first is not None and first.kind in (PLACED, SIBLING):
+            if first is not None and first.kind in (PLACED, SIBLING, FRAMEWORK):
                 return None  # torch.tensor(x) keeps x's device
             if first is not None and first.kind == INPUT and qualified != "torch.tensor":
                 return None  # as_tensor(x) of an input: x may be a tensor, whose device it keeps
