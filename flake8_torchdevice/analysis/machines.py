@@ -26,6 +26,7 @@ from .._lazy import cst
 from .code import last_name, string_value, subtree
 from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
+from .overridden import overridden_choices
 
 CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 # A process's rank. A GPU's id (``gpu_id``, ``device_ids=[args.gpu]``) is no rank: it chooses where
@@ -109,6 +110,16 @@ class MachineEvidence:
         # parameter, ``print(torch.cuda.is_available())`` shows an answer: none is a CPU path of
         # this code.
         self._not_evidence: set[int] = set()  # ids of such nodes (strings, names, calls, tests)
+        # ``device = <CUDA or CPU>`` replaced by ``device = torch.device("cpu")`` before any use: no evidence
+        self._overridden: tuple = (None, False)  # (statement index, whether it is such a replaced choice)
+
+    def _in_overridden(self) -> bool:
+        index = self.context.statement
+        if index != self._overridden[0]:
+            starts = self.context.starts
+            replaced = index is not None and index < len(starts) and starts[index] in overridden_choices(self.names)
+            self._overridden = (index, replaced)
+        return self._overridden[1]
 
     def _is_location(self, node: cst.Arg) -> bool:
         return id(node) in self._locations or (node.keyword is not None and node.keyword.value == "map_location")
@@ -122,6 +133,8 @@ class MachineEvidence:
         self._in_location -= self._is_location(node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if self._in_overridden():
+            return
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if self._in_location or id(node) in self._not_evidence:
             return
@@ -133,7 +146,7 @@ class MachineEvidence:
     def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> None:
         """Joined literals read as the one string they make (``"c" "pu"`` is ``"cpu"``)."""
         value = string_value(node)
-        if value is None:
+        if value is None or self._in_overridden():
             return
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(value))
         if not self._in_location and id(node) not in self._not_evidence and is_cpu_string(node):
@@ -141,6 +154,8 @@ class MachineEvidence:
 
     def visit_Name(self, node: cst.Name) -> None:
         # Attribute parts are Name nodes too: ``args.no_cuda``, ``self.local_rank``.
+        if self._in_overridden():
+            return
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if id(node) in self._not_evidence:
             return
@@ -195,8 +210,9 @@ class MachineEvidence:
         (``if opt.cuda:``, ``if torch.cuda.is_available():``): the code also runs with it off,
         on the CPU. Not under ``assert``: that requires CUDA. Not a switch between one GPU and
         several (``self.model.module if multigpus else self.model``): its other branch is a GPU's too."""
-        if not self._asserts and id(test) not in self._not_evidence and is_cuda_test(test) \
-                and not _several_gpus_switch(test):
+        if self._asserts or id(test) in self._not_evidence or self._in_overridden():
+            return
+        if is_cuda_test(test) and not _several_gpus_switch(test):
             self.has_cpu_path = True
 
     def note_machine_call(self, call: cst.Call) -> None:
@@ -218,7 +234,7 @@ class MachineEvidence:
             # ``print(torch.cuda.is_available())``: a CPU path shown, not taken. A rank shown
             # (``logger.warning(f"rank {args.local_rank}")``) still says the processes exist.
             self._not_evidence.update(id(node) for node in subtree(call) if not _names_rank(node))
-        if id(call) in self._not_evidence:
+        if id(call) in self._not_evidence or self._in_overridden():
             return
         if name == "torch.cuda.is_available" and not self._asserts:
             self.has_cpu_path = True  # the code asks, so it runs without CUDA too

@@ -379,7 +379,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       another device or launcher (`mps`, `xla`, `accelerator`: comments count here, so a mention only ever adds a
       report), it runs no process per GPU, and it calls `torch.save`: what it writes holds CPU tensors, and what it
       loads is, as a rule, what it wrote (post-hoc, from the held-out findings of a course's CPU-only seq2seq scripts
-      resuming their own checkpoints). A program that also names another device is read as above;
+      resuming their own checkpoints). A program that also names another device is read as above. A module-level
+      device choice that module code replaces with the CPU before any use (`device = torch.device("cuda" if
+      torch.cuda.is_available() else "cpu")`, then `device = torch.device("cpu")`) names no device: the module runs
+      on the CPU (`analysis/overridden.py`; post-hoc, from the held-out `project-saves-on-cpu` findings of an RL
+      agent's `save()` / `load()`);
     - a Dataset's constructor (`class Kernels(data.Dataset): def __init__(self, path): torch.load(path)`): the data
       it will serve from DataLoader workers, where CUDA tensors cannot be used, so CPU data by design; so is a pickled
       DataLoader read back (`trainloader = torch.load(args.trainloader)`: a load bound to a name ending in `loader`);
