@@ -1580,3 +1580,16 @@ def test_tdv201_a_device_choice_replaced_by_the_cpu_is_no_gpu(between, lines, fu
     if lines:
         lines = [lines[0] + between.count("\n")]
     assert _in(source, "agent.py", full) == lines
+
+
+@pytest.mark.parametrize(("choice", "lines"), [
+    # an uncalled check is always true (TDV114): the CPU branch never runs, so the script needs CUDA
+    ('"cuda" if torch.cuda.is_available else "cpu"', []),
+    ('"cuda" if torch.cuda.is_available() else "cpu"', [4]),
+])
+def test_tdv201_an_uncalled_availability_check_is_no_cpu_path(choice, lines):
+    source = (
+        f"import torch\nDEVICE = {choice}\nmodel = Net().to(DEVICE)\n"
+        "model.load_state_dict(torch.load(CHECKPOINT))\n"
+    )
+    assert found(source, TorchLoadWithoutMapLocation) == lines

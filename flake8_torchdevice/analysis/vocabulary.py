@@ -20,6 +20,13 @@ FACTORY_NAMES = frozenset(
     BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor""".split()
 )
 QUALIFIED_FACTORIES = frozenset(f"torch.{name}" for name in FACTORY_NAMES)
+# Predicates of a device's presence: tested as a truth value uncalled, each is a function, always true (TDV114).
+AVAILABILITY_CHECKS = frozenset({
+    "torch.cuda.is_available", "torch.cuda.is_bf16_supported", "torch.backends.cuda.is_built",
+    "torch.backends.cudnn.is_available", "torch.backends.mps.is_available", "torch.backends.mps.is_built",
+    "torch.mps.is_available", "torch.xpu.is_available", "torch.mtia.is_available",
+    "torch.distributed.is_available",
+})
 # These copy their data argument, and keep its device when it is a tensor.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 # The typed legacy constructors: ``torch.LongTensor(...)`` builds CPU tensors only; its CUDA twin,

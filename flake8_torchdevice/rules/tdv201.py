@@ -243,7 +243,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       `device_ids=[args.gpu]`, `torch.device(f"cuda:{cfg.gpu_id}")`, and `torch.cuda.set_device(args.gpu)` without a
       rank in it, is no process per GPU: one process choosing its GPU, which loads a file saved from `cuda:0`
       wherever it runs; nor is a rank that only sets `os.environ["CUDA_VISIBLE_DEVICES"]`: the process sees that GPU
-      as `cuda:0`);
+      as `cuda:0`), nor the `else` of an availability check tested uncalled (`"cuda" if torch.cuda.is_available
+      else "cpu"`: a function is always true, TDV114's finding, so the CPU branch never runs);
     - a path given by the caller where the caller is the script itself: a function the file's `if __name__ ==
       "__main__":` block runs, directly or through its other functions (`load_model(args.ckpt, device)` in a
       sampling script), loads what the script names, so the script's evidence decides as above; so does every
