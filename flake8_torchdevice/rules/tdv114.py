@@ -6,6 +6,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.vocabulary import AVAILABILITY_CHECKS
+from ..names import dotted_name
 from ..rule import Fix, Rule
 
 
@@ -99,7 +100,7 @@ class UncalledAvailabilityCheck(Rule):
         device = "MPS" if ".mps" in name else "XPU" if ".xpu" in name else "MTIA" if ".mtia" in name else "CUDA"
         if name == "torch.distributed.is_available":
             device = "distributed"
-        message = self.MESSAGE.format(name=_spelled(test) or name, device=device)
+        message = self.MESSAGE.format(name=dotted_name(test) or name, device=device)
         self.report(test, message, fix=Fix(lambda node: cst.Call(func=node)))
 
     def _predicate(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -107,15 +108,3 @@ class UncalledAvailabilityCheck(Rule):
             return None
         name = self.names.qualify(expr)
         return name if name in AVAILABILITY_CHECKS else None
-
-
-def _spelled(expr: cst.BaseExpression) -> Optional[str]:
-    """The check as the code writes it (``th.cuda.is_available``), without parentheses."""
-    parts = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    parts.append(expr.value)
-    return ".".join(reversed(parts))
