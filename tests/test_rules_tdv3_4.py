@@ -18,6 +18,7 @@ from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.rules import RULES_BY_CODE
 from flake8_torchdevice import words
 from flake8_torchdevice.rules.tdv301 import WRAPPERS
+from flake8_torchdevice.rules.tdv304 import DiscardedParallelWrapper
 
 CODES = ("TDV301", "TDV401", "TDV402")
 RULES = [RULES_BY_CODE[code] for code in CODES]
@@ -509,3 +510,34 @@ def test_a_one_gpu_count_test_is_no_multi_gpu_guard(test, reported):
 def test_the_ordinal_of_a_loss_that_holds_no_tensor_selects_nothing(line, reported):
     source = f"import torch\nfrom torch import nn\n{line}\n"
     assert [code for _, code in found(source)] == (["TDV401"] if reported else [])
+
+
+# -- TDV304 ----------------------------------------------------------------
+@pytest.mark.parametrize(("statement", "reported"), [
+    ("DDP(model.cuda(0))", True),
+    ("nn.DataParallel(model)", True),
+    ("torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])", True),
+    ("model = DDP(model)", False),
+    ("print(nn.DataParallel(model))", False),
+    ("wrappers.append(DDP(model))", False),
+    ("apex.parallel.DistributedDataParallel(model)", False),  # another library's, which may act in place
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_tdv304_a_wrapper_thrown_away(statement, reported, full):
+    source = (
+        "import apex\nimport torch\nfrom torch import nn\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        f"def main(model, wrappers):\n    {statement}\n    return model\n"
+    )
+    result = check_source(source, rules=[DiscardedParallelWrapper], strict=True, full=full)
+    assert [v.line for v in result.violations] == ([6] if reported else [])
+
+
+def test_tdv304_a_notebook_cells_last_value_is_shown():
+    source = (
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\n# %%\nnn.DataParallel(model)\n# %%\nprint(1)\n"
+    )
+    result = check_source(source, rules=[DiscardedParallelWrapper], strict=True)
+    assert result.violations == []
+    plain = check_source(source.replace("# %%\n", ""), rules=[DiscardedParallelWrapper], strict=True)
+    assert [v.line for v in plain.violations] == [4]

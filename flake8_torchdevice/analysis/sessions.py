@@ -25,6 +25,16 @@ def is_notebook(filename: Optional[str]) -> bool:
 _CELL_MARKER = re.compile(r"\s*#\s*(%%|In\[[\s\d]*\]:)")
 
 
+def displayed(context, module, node, index: Optional[int]) -> bool:
+    """Is the expression statement ``node`` the value a notebook cell ends with: the last part of top-level
+    statement ``index`` of ``module``, a statement that ends a cell (``ends_a_cell``)? Jupyter shows it."""
+    if module is None or index is None or not 0 <= index < len(module.body):
+        return False
+    line = module.body[index]
+    last = isinstance(line, cst.SimpleStatementLine) and line.body[-1] is node
+    return last and ends_a_cell(context, index)
+
+
 def ends_a_cell(context, index: Optional[int]) -> bool:
     """Is top-level statement ``index`` (of ``module.body``) the last of a notebook cell, whose value Jupyter
     displays? In a notebook (``context.cells``), no later statement starts in its cell; in a ``.py`` file of

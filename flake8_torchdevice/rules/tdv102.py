@@ -16,7 +16,7 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis.bindings import AssignmentBindings
 from ..analysis.code import target_names
-from ..analysis.sessions import ends_a_cell
+from ..analysis.sessions import displayed
 from ..analysis.tensor_attributes import TENSOR_ATTRIBUTES
 from ..names import full_name
 from ..rule import Fix, Rule
@@ -230,20 +230,12 @@ class DiscardedTensorMove(AssignmentBindings, Rule):
             # ``g.to(device)`` beside ``g.gdata[...]``: a container (a DGL graph), whose ``.to()`` may work in place
             if binding in containers:
                 continue
-            if module is not None and self._displayed(module, node, statement):
+            if displayed(self.context, module, node, statement):
                 continue  # a notebook cell's last expression: Jupyter shows the moved tensor, nothing is discarded
             self.report(call, fix=Fix(_assigned, target=node), statement=statement)
 
     def leave_Module(self, node: cst.Module) -> None:
         self._leave(node)
-
-    def _displayed(self, module: cst.Module, node: cst.Expr, statement: Optional[int]) -> bool:
-        """Is ``node`` the value a notebook cell ends with (its last top-level statement)?"""
-        if statement is None or not 0 <= statement < len(module.body):
-            return False
-        line = module.body[statement]
-        last = isinstance(line, cst.SimpleStatementLine) and line.body[-1] is node
-        return last and ends_a_cell(self.context, statement)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.attr.value not in TENSOR_ATTRIBUTES:
