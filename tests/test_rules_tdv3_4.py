@@ -520,7 +520,8 @@ def test_the_ordinal_of_a_loss_that_holds_no_tensor_selects_nothing(line, report
     ("model = DDP(model)", False),
     ("print(nn.DataParallel(model))", False),
     ("wrappers.append(DDP(model))", False),
-    ("apex.parallel.DistributedDataParallel(model)", False),  # another library's, which may act in place
+    ("apex.parallel.DistributedDataParallel(model)", True),  # Apex's wraps and returns too
+    ("FullyShardedDataParallel(model)", False),  # another name: shards the module in place
 ])
 @pytest.mark.parametrize("full", [False, True])
 def test_tdv304_a_wrapper_thrown_away(statement, reported, full):

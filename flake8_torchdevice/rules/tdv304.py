@@ -6,6 +6,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.sessions import displayed
+from ..names import dotted_name
 from ..rule import Rule
 
 WRAPPERS = frozenset({
@@ -14,12 +15,17 @@ WRAPPERS = frozenset({
 })
 
 
+_WRAPPER_NAMES = frozenset({"DataParallel", "DistributedDataParallel"})
+
+
 class DiscardedParallelWrapper(Rule):
     r"""## What it does
     Flags a statement that builds `torch.nn.DataParallel(model)` or
-    `torch.nn.parallel.DistributedDataParallel(model)` (under any alias, `DDP(model.cuda(device))`) and keeps
-    nothing of it: the wrapper is the statement's whole value. Post-hoc, from recall batch 92's miss (a training
-    script's `DistributedDataParallel(model.cuda(device))` on its GPU path).
+    `torch.nn.parallel.DistributedDataParallel(model)` (under any alias, `DDP(model.cuda(device))`), or a class
+    of either name from a library the linter does not follow (Apex's `apex.parallel.DistributedDataParallel`,
+    which wraps and returns too), and keeps nothing of it: the wrapper is the statement's whole value. Post-hoc,
+    from recall batch 92's miss (a segmentation script's Apex `DistributedDataParallel(model.cuda(device))` on
+    its GPU path).
 
     ## Why is this bad?
     Wrapping does not change the module: the wrapper is a new module around it, and only calls of the wrapper
@@ -47,7 +53,8 @@ class DiscardedParallelWrapper(Rule):
     - a wrapper bound to a name, returned, passed on or kept in any expression;
     - a notebook cell's last value (`nn.DataParallel(model)` at the end of a `.ipynb` cell or a `# %%` cell):
       Jupyter shows it;
-    - other libraries' wrappers (Apex's, FairScale's, FSDP), which may change the module in place.
+    - wrappers of other names (FairScale's `ShardedDataParallel`, `FullyShardedDataParallel`), which change the
+      module in place as they wrap it.
 
     ## The error torch raises
     Nothing at the wrap; later, where the code expects the wrapper:
@@ -75,9 +82,19 @@ class DiscardedParallelWrapper(Rule):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
-        if not isinstance(call, cst.Call) or self.names.qualify(call.func) not in WRAPPERS:
+        name = self._wrapper(call) if isinstance(call, cst.Call) else None
+        if name is None:
             return
         if displayed(self.context, self._module, node, self.context.statement):
             return  # a notebook cell's last value: Jupyter shows it
-        name = self.names.qualify(call.func).rpartition(".")[2]
         self.report(call, self.MESSAGE.format(name=name))
+
+    def _wrapper(self, call: cst.Call) -> Optional[str]:
+        """torch's wrapper under any alias, or a class of that name from a library the resolver does not track
+        (Apex's ``apex.parallel.DistributedDataParallel``, which also wraps and returns)."""
+        qualified = self.names.qualify(call.func)
+        if qualified is not None:
+            return qualified.rpartition(".")[2] if qualified in WRAPPERS else None
+        name = dotted_name(call.func)
+        last = name.rpartition(".")[2] if name else None
+        return last if last in _WRAPPER_NAMES else None
