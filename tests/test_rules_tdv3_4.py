@@ -542,3 +542,14 @@ def test_tdv304_a_notebook_cells_last_value_is_shown():
     assert result.violations == []
     plain = check_source(source.replace("# %%\n", ""), rules=[DiscardedParallelWrapper], strict=True)
     assert [v.line for v in plain.violations] == [4]
+
+
+def test_tdv304_a_test_builds_a_wrapper_for_its_constructors_sake():
+    source = (
+        "import unittest\nimport warnings\nfrom torch import nn\n"
+        "class T(unittest.TestCase):\n    def test_warns(self):\n"
+        "        with warnings.catch_warnings(record=True):\n            nn.DataParallel(nn.Linear(2, 2))\n"
+    )
+    assert check_source(source, rules=[DiscardedParallelWrapper], strict=True).violations == []
+    script = source.replace("import unittest\n", "").replace("(unittest.TestCase)", "")
+    assert [v.line for v in check_source(script, rules=[DiscardedParallelWrapper], strict=True).violations] == [6]
