@@ -1593,30 +1593,3 @@ def test_tdv201_an_uncalled_availability_check_is_no_cpu_path(choice, lines):
         "model.load_state_dict(torch.load(CHECKPOINT))\n"
     )
     assert found(source, TorchLoadWithoutMapLocation) == lines
-
-
-_CONSTANT_SWITCH = """\
-import torch
-use_cuda = True
-{extra}
-
-def detect(cfg, weightfile):
-    m = Darknet(cfg)
-    m.load_state_dict(torch.load(weightfile))
-    if use_cuda:
-        m.cuda()
-    return m
-"""
-
-
-@pytest.mark.parametrize(("extra", "lines"), [
-    # a module constant bound once to True and nowhere else: ``if use_cuda:`` always runs, the demo needs a GPU
-    # (post-hoc, from a held-out demo script's label)
-    ("", False),
-    ("def main():\n    global use_cuda\n    use_cuda = False", True),  # rebound elsewhere: a switch
-    ("def other(use_cuda=False):\n    return use_cuda", True),  # the name is also a parameter: read as a switch
-    ("use_cuda = torch.cuda.is_available()", True),  # bound twice at module level: a switch with a CPU path
-])
-def test_tdv201_a_module_constant_switch_is_no_cpu_path(extra, lines):
-    source = _CONSTANT_SWITCH.format(extra=extra)
-    assert found(source, TorchLoadWithoutMapLocation) == ([7 + extra.count("\n")] if lines else [])

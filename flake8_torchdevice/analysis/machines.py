@@ -26,7 +26,7 @@ from .._lazy import cst
 from .code import last_name, string_value, subtree
 from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
-from .overridden import constant_switches, overridden_choices
+from .overridden import overridden_choices
 from .vocabulary import AVAILABILITY_CHECKS
 
 CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
@@ -160,7 +160,7 @@ class MachineEvidence:
         self.mentions_gpu = self.mentions_gpu or bool(_GPU_WORD.search(node.value))
         if id(node) in self._not_evidence:
             return
-        if node.value in CPU_FLAGS and node.value not in constant_switches(self.names):
+        if node.value in CPU_FLAGS:
             self.has_cpu_path = True
         elif _names_rank(node):
             self.uses_gpus_per_process = True
@@ -225,8 +225,6 @@ class MachineEvidence:
         several (``self.model.module if multigpus else self.model``): its other branch is a GPU's too."""
         if self._asserts or id(test) in self._not_evidence or self._in_overridden():
             return
-        if isinstance(test, cst.Name) and test.value in constant_switches(self.names):
-            return  # ``use_cuda = True``, a module constant bound nowhere else: no switch
         if is_cuda_test(test) and not _several_gpus_switch(test):
             self.has_cpu_path = True
 

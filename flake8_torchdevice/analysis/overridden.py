@@ -72,36 +72,3 @@ def _reads(stmt: ast.stmt, name: str) -> bool:
         parts = [stmt]
     return any(isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
                for part in parts for node in ast.walk(part))
-
-
-def constant_switches(names) -> frozenset:
-    """Module-level names bound once, to ``True``, and nowhere else in the file (no other binding in any scope,
-    no parameter or ``global`` of that name): ``use_cuda = True`` as a module constant is no switch, so ``if
-    use_cuda: m.cuda()`` always runs (TDV201's evidence; post-hoc, from a held-out demo script's label)."""
-    found = names.facts.get("constant_switches")
-    if found is None:
-        found = names.facts["constant_switches"] = frozenset(_constant_switches(names))
-    return found
-
-
-def _constant_switches(names) -> set:
-    candidates = {}
-    for stmt in names.module_body:
-        if isinstance(stmt, ast.Assign) and _bound_name(stmt) is not None \
-                and isinstance(stmt.value, ast.Constant) and stmt.value.value is True:
-            name = _bound_name(stmt)
-            candidates[name] = candidates.get(name, 0) + 1
-    switches = {name for name, count in candidates.items() if count == 1}
-    if not switches:
-        return switches
-    stores: dict = {}
-    for stmt in names.module_body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id in switches:
-                stores[node.id] = stores.get(node.id, 0) + 1
-            elif isinstance(node, ast.arg) and node.arg in switches:
-                stores[node.arg] = stores.get(node.arg, 0) + 2
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                for name in node.names:
-                    stores[name] = stores.get(name, 0) + 2
-    return {name for name in switches if stores.get(name, 0) == 1}

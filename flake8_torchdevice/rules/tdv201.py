@@ -35,7 +35,6 @@ from ..analysis.guards import (
 )
 from ..analysis.machines import MachineEvidence
 from ..analysis.mapped_loaders import mapped_parameters
-from ..analysis.overridden import constant_switches
 from ..analysis.object_files import object_path, passed_object_path, saved_attributes
 from ..analysis.run_order import path_key, read_back_in_run
 from ..analysis.scripts import script_functions
@@ -279,9 +278,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       map_location="cpu")`, `if not torch.cuda.is_available(): raise ...`, then `torch.load(f)`), and after a CUDA
       test whose `else` leaves (`if use_gpu: model.cuda() else: return`; post-hoc, from v84's first read);
     - a load in a function that calls `.cuda()` outside any CUDA test (`model.cuda()` after loading its weights; a
-      switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`, nor is a module
-      constant bound once to `True` and nowhere else in the file, `use_cuda = True` at module level (post-hoc,
-      from a held-out demo script's label; `analysis/overridden.constant_switches`)), or
+      switch the function binds to `True` is no test: `use_gpu = True; if use_gpu: net.cuda()`), or
       moves to a literal CUDA device the same way (`model.to("cuda")`, `model.to(DEVICE)` with a module constant
       `DEVICE = "cuda"`): GPU code, whatever CPU path the module has or however the path is given, unless the module runs a process per GPU;
       likewise a script's own load whose result goes into a name its module code puts on CUDA outside any CUDA test
@@ -662,8 +659,6 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._cuda_tests += guarded
 
     def _constant_true(self, test: cst.BaseExpression) -> bool:
-        if isinstance(test, cst.Name) and test.value in constant_switches(self.names):
-            return True  # ``use_cuda = True`` as a module constant, bound nowhere else
         if not (isinstance(test, cst.Name) and len(self._bound) > 1):
             return False
         value = self._bound[-1].get(test.value)
