@@ -27,7 +27,7 @@ from .code import last_name, string_value, subtree
 from .devices import device_argument, is_cpu_string, is_module_receiver
 from .guards import is_cuda_flag, is_cuda_test
 from .overridden import overridden_choices
-from .vocabulary import AVAILABILITY_CHECKS
+from .vocabulary import availability_check
 
 CPU_FLAGS = frozenset({"no_cuda", "use_cuda", "use_gpu", "no_gpu", "cpu_only"})
 # A process's rank. A GPU's id (``gpu_id``, ``device_ids=[args.gpu]``) is no rank: it chooses where
@@ -212,9 +212,7 @@ class MachineEvidence:
         """``"cuda" if torch.cuda.is_available else "cpu"``: the check is a function, always true (TDV114),
         so the test is no CUDA question and the ``else``, never run, no CPU path (post-hoc, from the held-out
         label of a tutorial's YOLO v1 script, which runs only with CUDA)."""
-        if orelse is None or not isinstance(test, (cst.Attribute, cst.Name)):
-            return
-        if self.names.qualify(test) in AVAILABILITY_CHECKS:
+        if orelse is not None and availability_check(self.names, test) is not None:
             self._not_evidence.add(id(test))
             self._not_evidence.update(id(node) for node in subtree(orelse))
 

@@ -27,7 +27,7 @@ def overridden_choices(names) -> frozenset:
 
 
 def _overridden(names) -> set:
-    body = [stmt for stmt in names.module_body]
+    body = list(names.module_body)
     lines = set()
     for later, stmt in enumerate(body):
         name = _bound_name(stmt)

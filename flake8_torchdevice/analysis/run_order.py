@@ -69,13 +69,9 @@ def _read_back(names) -> dict:
     costs no more than its module code)."""
     at_calls, module_loads = _run(names, names.module_body)
     result = {"": {key for key, after in module_loads.items() if after}}
-    if not at_calls:
-        return result
-    called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
-    candidates = {name: set.intersection(*states) for name, states in at_calls.items()}
-    for name, keys in candidates.items():
-        if name in called_by_functions:
-            continue
+    reads = {}
+    for name, states in at_calls.items():
+        keys = set.intersection(*states)
         function = _function(names, name)
         read = _io_keys(function, names, LOADS, 0) & keys if keys else set()
         # An entry point module code runs (``main()``): its own body is run order too, a load after its call
@@ -84,7 +80,10 @@ def _read_back(names) -> dict:
         _, own_loads = _run(names, function.body)
         read |= {key for key, after in own_loads.items() if after}
         if read:
-            result[name] = read
+            reads[name] = read
+    if reads:  # every function's body is walked only where some file is read back
+        called_by_functions = set().union(*(_called(node, names) for node in _functions(names)))
+        result.update((name, read) for name, read in reads.items() if name not in called_by_functions)
     return result
 
 

@@ -52,6 +52,14 @@ def passes_device(call: "cst.Call") -> bool:
     return any("device" in code_of(arg) for arg in call.args)
 
 
+def availability_check(names, expr: "cst.BaseExpression") -> Optional[str]:
+    """The qualified name of the device-availability check ``expr`` names (not calls), if it is one."""
+    if not isinstance(expr, (cst.Attribute, cst.Name)):
+        return None
+    name = names.qualify(expr)
+    return name if name in AVAILABILITY_CHECKS else None
+
+
 def factory_name(names, call: cst.Call) -> Optional[str]:
     """``torch.zeros`` etc. if ``call`` is a torch factory call, else None."""
     func = call.func

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from .._lazy import cst
-from ..analysis.vocabulary import AVAILABILITY_CHECKS
+from ..analysis.vocabulary import availability_check
 from ..names import dotted_name
 from ..rule import Fix, Rule
 
@@ -94,7 +92,7 @@ class UncalledAvailabilityCheck(Rule):
     def _check(self, test: cst.BaseExpression) -> None:
         if isinstance(test, (cst.BooleanOperation, cst.UnaryOperation)):
             return  # their operands are read where the operation is visited
-        name = self._predicate(test)
+        name = availability_check(self.names, test)
         if name is None:
             return
         device = "MPS" if ".mps" in name else "XPU" if ".xpu" in name else "MTIA" if ".mtia" in name else "CUDA"
@@ -102,9 +100,3 @@ class UncalledAvailabilityCheck(Rule):
             device = "distributed"
         message = self.MESSAGE.format(name=dotted_name(test) or name, device=device)
         self.report(test, message, fix=Fix(lambda node: cst.Call(func=node)))
-
-    def _predicate(self, expr: cst.BaseExpression) -> Optional[str]:
-        if not isinstance(expr, (cst.Attribute, cst.Name)):
-            return None
-        name = self.names.qualify(expr)
-        return name if name in AVAILABILITY_CHECKS else None

@@ -820,10 +820,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         tried = self._handlers[-1] if self._handlers else None
         path = self.file_key(call, 0)
         return tried is not None and path is not None and any(
-            isinstance(sub, cst.Call) and self.names.qualify(sub.func) in TORCH_LOADS and has_map_location(sub)
-            and self.file_key(sub, 0) == path
-            for sub in subtree(tried.body)
+            isinstance(sub, cst.Call) and self._mapped_load_of(sub, path) for sub in subtree(tried.body)
         )
+
+    def _mapped_load_of(self, call: cst.Call, path: tuple) -> bool:
+        """``torch.load(f, map_location=...)`` of the file ``path`` names."""
+        return self.names.qualify(call.func) in TORCH_LOADS and has_map_location(call) \
+            and self.file_key(call, 0) == path
 
     def _tried_before_mapped_load(self, call: cst.Call) -> bool:
         """Is ``call`` in the body of a ``try`` one of whose handlers loads the same path with a
@@ -844,9 +847,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         return False
 
     def _loads_mapped(self, call: cst.Call, path: tuple) -> bool:
-        if self.names.qualify(call.func) in TORCH_LOADS:
-            return has_map_location(call) and self.file_key(call, 0) == path
-        if not isinstance(call.func, cst.Name):
+        if self._mapped_load_of(call, path):
+            return True
+        if not isinstance(call.func, cst.Name) or self.names.qualify(call.func) in TORCH_LOADS:
             return False
         positions = mapped_parameters(self.names, call.func.value, TORCH_LOADS)
         return any(self.file_key(call, position) == path for position in positions)

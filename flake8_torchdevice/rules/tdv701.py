@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .._lazy import cst
+from ..analysis.code import last_name
 from ..fixes import amp
 from ..fixes.amp import Api
 from ..names import dotted_name
@@ -228,7 +229,7 @@ class DeprecatedAmp(Rule):
         api = DEPRECATED.get(name)
         if api is not None:
             self._record(node, api)
-        elif _last_name(node.func) in _DEFERRED_CALLS and node.args and _plain(node.args[0]):
+        elif last_name(node.func) in _DEFERRED_CALLS and node.args and _plain(node.args[0]):
             api = DEPRECATED.get(self.names.qualify(node.args[0].value) or "")
             if api is not None:  # reported, not fixed: the partial's own arguments follow the old signature
                 self._record(node, api, target=node.args[0].value)
@@ -353,12 +354,6 @@ class DeprecatedAmp(Rule):
 
 def _plain(arg: cst.Arg) -> bool:
     return arg.keyword is None and not arg.star
-
-
-def _last_name(func: cst.BaseExpression) -> Optional[str]:
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return func.value if isinstance(func, cst.Name) else None
 
 
 def _callee(node: cst.CSTNode) -> Optional[cst.BaseExpression]:

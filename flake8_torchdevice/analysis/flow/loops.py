@@ -25,7 +25,7 @@ class Loops:
         elif self.prepared_loader(iterable, env):
             # ``for X in accelerator.prepare(...)``'s loader: each batch is where the framework put it,
             # so is a copy of it (``torch.tensor(X[0], dtype=fp16)``; post-hoc, from v132's first read)
-            for name in _target_names(target):
+            for name in target_names(target):
                 env[name] = Value(FRAMEWORK, name)
 
     def prepared_loader(self, iterable, env: dict) -> bool:
@@ -164,14 +164,6 @@ def _bound(node: cst.Assign) -> list:
 
 def _framework_owner(expr: cst.Attribute) -> bool:
     return "trainer" in code_of(expr.value).lower()
-
-
-def _target_names(target) -> list:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _target_names(element.value)]
-    return []
 
 
 def _unwrapped(expr):
