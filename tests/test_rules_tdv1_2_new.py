@@ -1011,6 +1011,11 @@ _CUDA_ONLY_HEAD = (
          "    if torch.cuda.is_available():\n        x = x.cuda()\n", False),
         ("model = Net().cuda()\nmodel.to('cpu')\n", False),
         ("if args.cuda:\n    torch.cuda.manual_seed(1)\nmodel = Net().cuda()\n", True),
+        # A branch that picks which GPUs, or a loader backend named for one, places nothing: no CPU path.
+        ("if args.gpus is not None:\n    devices = args.gpus\nelse:\n    devices = [0]\n"
+         "model = torch.nn.DataParallel(Net().cuda(devices[0]), device_ids=devices)\n", False),
+        ("if args.backend == 'dali-gpu':\n    loader = dali_loader\nmodel = Net().cuda()\n", False),
+        ("if args.gpus is not None:\n    model = Net().cuda(args.gpus[0])\nmodel = Net().cuda()\n", True),
         # A result taken off the GPU is no CPU choice.
         ("model = Net().cuda()\nprint(model(torch.ones(2).cuda()).to('cpu'))\n", False),
         # Placements that may not run, or not on CUDA.

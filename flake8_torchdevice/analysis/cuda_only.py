@@ -32,9 +32,12 @@ from .devices import constructs_a_module, names_a_module
 from .guards import CUDA_WORD
 from .machines import CPU_FLAGS
 
+_GPU_LIST = re.compile(r"gpus$|_ids$", re.I)  # ``args.gpus``, ``gpu_ids``: which GPUs, not whether
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")  # a device string that is always CUDA: "cuda", "cuda:1"
 _DEVICE_PARAMETER = re.compile(r"^(device|dev)$|_device$|^device_")
 # Sub-expressions that may not run: a branch, a short circuit, a deferred or repeated body.
+# Calls that put something somewhere: an arm holding one decides where the code runs.
+_PLACING_METHODS = frozenset({"cuda", "to", "cpu", "device", "set_device"})
 _MAYBE_RUN = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
@@ -124,10 +127,38 @@ def _branches_on_cuda(stmt: ast.stmt) -> bool:
     whose test names CUDA or a GPU: ``if use_gpu:``, ``"cuda" if torch.cuda.is_available() else "cpu"``."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return False
+    if isinstance(stmt, (ast.If, ast.While)) and not _arms_place(stmt):
+        return _names_cuda(stmt.test, switches_only=True)
     tests = [stmt.test] if isinstance(stmt, (ast.If, ast.While)) else []
     if not isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.Try)):
         tests += [node.test for node in ast.walk(stmt) if isinstance(node, ast.IfExp)]
     return any(_names_cuda(test) for test in tests)
+
+
+def _arms_place(stmt) -> bool:
+    """Does an arm of this ``if`` / ``while`` decide where something runs (a ``.cuda()`` / ``.to()`` / ``.cpu()``,
+    a ``device=`` or ``map_location=``, ``torch.device`` or ``set_device``, a ``"cuda"`` / ``"cpu"`` string)? A
+    branch on a GPU word that only picks which GPUs (``devices = args.gpus``), a seed, a loader backend
+    (``"dali-gpu"``) or a message chooses no CPU path."""
+    for arm in (stmt.body, stmt.orelse):
+        for node in (node for top in arm for node in _walk_outside_definitions(top)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in _PLACING_METHODS:
+                return True
+            if isinstance(node, ast.keyword) and node.arg in ("device", "map_location"):
+                return True
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    (node.value.startswith("cpu") or _CUDA_DEVICE.fullmatch(node.value)):
+                return True
+    return False
+
+
+def _walk_outside_definitions(node: ast.AST) -> Iterable[ast.AST]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_outside_definitions(child)
 
 
 def _names_cpu(stmt: ast.stmt) -> bool:
@@ -178,10 +209,15 @@ def _moves_a_module(call: ast.Call, stmt: ast.stmt) -> bool:
     return names_a_module((ast_dotted_name(receiver) or "").rpartition(".")[2])
 
 
-def _names_cuda(test: ast.expr) -> bool:
+def _names_cuda(test: ast.expr, switches_only: bool = False) -> bool:
+    """Does the test name CUDA or a GPU? With ``switches_only`` (a branch whose arms place nothing), only a switch
+    counts (``args.cuda``, ``use_gpu``, ``torch.cuda.is_available()``): not a list of GPU ids (``args.gpus``,
+    ``gpu_ids``), which picks GPUs, nor a string (``backend == "dali-gpu"``)."""
     for node in ast.walk(test):
         word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
             node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+        if switches_only and (isinstance(node, ast.Constant) or _GPU_LIST.search(word)):
+            continue
         if CUDA_WORD.search(word):
             return True
     return False

@@ -292,7 +292,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - any load of a module whose own code (outside definitions and the `__main__` block) places on CUDA unguarded
       (`model = Net().to(DEVICE)` with every `DEVICE` a CUDA device, `model.cuda()`, `x = torch.ones(3).cuda()`: a
       statement of the module body or of a `with` in it), never branches on CUDA there (no `if`, conditional
-      expression or `while` whose test names `cuda` / `gpu`) and never chooses the CPU there (a `"cpu"` device;
+      expression or `while` whose test names `cuda` / `gpu`; an `if` whose arms place nothing counts only where its
+      test reads a switch, not a list of GPU ids such as `args.gpus` nor a string such as `"dali-gpu"`) and never
+      chooses the CPU there (a `"cpu"` device;
       not a result's `.to("cpu")`): no machine without a GPU imports it, nor runs it; likewise a load in a
       `__main__` block whose own statements do so. Where that code does branch on CUDA (`if use_gpu:
       model.cuda()`, `device = "cuda" if torch.cuda.is_available() else "cpu"`) or chooses the CPU (`device =
