@@ -134,12 +134,26 @@ def changed_lines(diff: str) -> list[tuple[int, int]]:
 
 
 def findings(source: str, path: str, codes: Optional[set] = None) -> list[tuple[int, str]]:
+    """(line, code) of each finding; a notebook's are linted on its joined code cells and numbered by the
+    lines of the .ipynb file, as the fix's diff numbers them."""
     from flake8_torchdevice.engine import check_source
 
-    result = check_source(source, filename=path)  # test modules are known by their path too
+    if path.endswith(".ipynb"):
+        from flake8_torchdevice.notebooks import NotebookError, file_lines, virtual_module
+
+        try:
+            module = virtual_module(source, path)
+        except NotebookError as exc:
+            raise CorpusError(f"not analysed: {exc}") from None
+        result = check_source(module.source, filename=path, cells=module.cells())
+        places = file_lines(source)
+        line_of = lambda line: places.get(module.place(line), line)  # noqa: E731
+    else:
+        result = check_source(source, filename=path)  # test modules are known by their path too
+        line_of = lambda line: line  # noqa: E731
     if result.error:
         raise CorpusError(f"not analysed: {result.error}")
-    return sorted((v.line, v.code) for v in result.violations if codes is None or v.code in codes)
+    return sorted((line_of(v.line), v.code) for v in result.violations if codes is None or v.code in codes)
 
 
 def near(line: int, ranges: Sequence[tuple[int, int]]) -> bool:

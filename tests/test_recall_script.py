@@ -135,3 +135,35 @@ def test_a_fix_that_renames_its_file_is_read_on_both_sides(tmp_path, monkeypatch
     result = R.evaluate(fix, default_codes={"TDV201"})
     assert result.error is None and result.lines == [(5, 5)]
     assert result.found_by == ["TDV201"] and result.disappeared == [(5, "TDV201")]
+
+
+def _notebook(*cells: str) -> str:
+    """An nbformat-4 notebook of these code cells, one JSON string per source line, as Jupyter writes it."""
+    import json
+
+    body = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": cell.splitlines(keepends=True)} for cell in cells]
+    return json.dumps({"cells": body, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_a_notebooks_findings_are_numbered_by_the_lines_of_its_file(tmp_path, monkeypatch):
+    work = tmp_path / "mirrors" / "someone+trainer" / "repo"
+    work.mkdir(parents=True)
+    git("init", "-q", cwd=work)
+    first = "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    load = "model = torch.nn.Linear(2, 2).to(device)\nmodel.load_state_dict(torch.load('model.pt'))\n"
+    (work / "demo.ipynb").write_text(_notebook(first, load), encoding="utf-8")
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "first", cwd=work)
+    fixed = load.replace("'model.pt')", "'model.pt', map_location='cpu')")
+    (work / "demo.ipynb").write_text(_notebook(first, fixed), encoding="utf-8")
+    git("commit", "-qam", "fix: map_location", cwd=work)
+    monkeypatch.setenv("TDV_MIRRORS", str(tmp_path / "mirrors"))
+    fix = R.Fix("someone/trainer", git("rev-parse", "HEAD", cwd=work), "demo.ipynb",
+                "load-without-map-location", True, "tune", "")
+    result = R.evaluate(fix, default_codes={"TDV201"})
+    text = (work / "demo.ipynb").read_text(encoding="utf-8").splitlines()
+    load_line = next(number for number, line in enumerate(text, 1) if "torch.load" in line)
+    assert load_line > 2  # the cell's line 1 is far down the JSON, not the joined cells' line 2
+    assert result.error is None and result.lines == [(load_line, load_line)]
+    assert result.found_by == ["TDV201"] and result.disappeared == [(load_line, "TDV201")]
