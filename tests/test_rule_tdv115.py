@@ -1,0 +1,79 @@
+"""TDV115: a misspelled device API (``torch.cuda.isavalable()``)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from flake8_torchdevice.analysis.device_api import misspelled
+from flake8_torchdevice.engine import check_source
+from flake8_torchdevice.fixes import fix_source
+from flake8_torchdevice.rules.tdv115 import MisspelledDeviceApi
+
+
+def lines(source: str, full: bool = False) -> list[int]:
+    result = check_source(textwrap.dedent(source), rules=[MisspelledDeviceApi], strict=True, full=full)
+    assert result.error is None, result.error
+    return [v.line for v in result.violations]
+
+
+@pytest.mark.parametrize(("attr", "meant"), [
+    ("isavalable", "is_available"),  # two letters left out
+    ("is_avaliable", "is_available"),  # neighbours swapped
+    ("synchronise", "synchronize"),  # one letter mistyped
+    ("device_cout", "device_count"),
+    ("Is_Available", "is_available"),  # case
+    ("get_device_nam", "get_device_name"),
+])
+def test_a_slip_names_the_real_api(attr, meant):
+    assert misspelled("torch.cuda", attr) == (meant,)
+
+
+@pytest.mark.parametrize("attr", [
+    "is_available", "comm", "nvtx", "_lazy_init",  # real names, submodules, private ones
+    "is_fp16_supported",  # two mistyped letters of a word as long as is_bf16_supported: another API
+    "is_fp8_supported", "set_limit_lms", "benchmark",  # too far from any real name
+    "dev",  # too short to tell
+])
+def test_what_is_no_slip(attr):
+    assert misspelled("torch.cuda", attr) is None
+
+
+@pytest.mark.parametrize("statement", [
+    'device = torch.device("cuda" if torch.cuda.isavalable() else "cpu")',
+    "th.cuda.synchronise()",
+    "cuda.device_cout()",
+    "n = tc.device_cout()",
+    "torch.backends.mps.is_avaliable()",
+    "torch.mps.empty_cahce()",
+    "from torch.cuda import empty_cahce",
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_every_spelling_of_the_module_is_read(statement, full):
+    head = "import torch\nimport torch as th\nimport torch.cuda as tc\nfrom torch import cuda\n"
+    assert lines(head + statement + "\n", full) == [5]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nprint(torch.cuda.is_available())\n",
+    "import torch\nif hasattr(torch.cuda, 'is_fp16_supporte'):\n    torch.cuda.is_fp16_supporte()\n",
+    "import torch\ntorch.cuda.is_avalable = lambda: False\nprint(torch.cuda.is_avalable())\n",
+    "import torch\nwith patch('torch.cuda.synchronise'):\n    torch.cuda.synchronise()\n",
+    "import torch\nprint(self.cuda.isavalable(), torch.distributed.is_avaliable())\n",  # not a device module
+    "import torch\nprint(torch.cuda.amp.autocst)\n",  # a submodule's names are not read
+])
+def test_what_is_not_reported(source):
+    assert lines(source) == []
+
+
+def test_a_comment_that_quotes_the_name_does_not_hide_it():
+    source = "import torch\n# raises: no attribute 'isavalable'\nok = torch.cuda.isavalable()\n"
+    assert lines(source) == [3]
+
+
+def test_the_unsafe_fix_writes_the_real_name_and_leaves_imports_alone():
+    source = "import torch\nfrom torch.cuda import empty_cahce\nok = torch.cuda.isavalable()\n"
+    assert fix_source(source, unsafe=True) == (
+        "import torch\nfrom torch.cuda import empty_cahce\nok = torch.cuda.is_available()\n")
+    assert fix_source(source) == source  # unsafe: not applied without --unsafe-fixes
