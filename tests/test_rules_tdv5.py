@@ -1027,3 +1027,44 @@ def test_a_factory_sent_to_the_current_gpu_beside_registered_state_says_so():
     (violation,) = check_source(source, rules=[FactoryWithoutDeviceInForward], strict=True).violations
     assert violation.line == 10
     assert "meets self.weight, which the module registered" in violation.message
+
+
+OUTPUTS = """
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.drop = nn.Dropout(0.1)
+        self.heads = nn.ModuleDict({"a": nn.Linear(3, 3)})
+    def forward(self, batch):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    # The output of a layer with weights is on the module's device, whatever it was given: a mapping's item.
+    ('e = self.lin(batch["a"])\n        return e + torch.zeros(1, 1, 3)', True),
+    ('return self.heads["a"](batch) * torch.ones(2, 3)', True),
+    ('y = torch.zeros(2, 3)\n        for k in ("a",):\n            y = self.heads[k](batch[k]) + y\n'
+     '        return y', True),
+    # Not: a layer without weights, a 0-dim factory out of place, a factory moved, sent to the current GPU
+    # (left to the input and state forms), made with the output's device.
+    ('return self.drop(batch["a"]) + torch.zeros(1, 1, 3)', False),
+    ('return self.lin(batch["a"]) + torch.tensor(2.0)', False),
+    ('return self.lin(batch["a"]) + torch.zeros(2, 3).to(batch["a"].device)', False),
+    ('return self.lin(batch["a"]) + torch.zeros(2, 3).cuda()', False),
+    ('e = self.lin(batch["a"])\n        return e + torch.zeros(2, 3, device=e.device)', False),
+])
+def test_a_factory_that_meets_a_layers_output(body, reported):
+    source = OUTPUTS.replace("{body}", body)
+    found = check_source(textwrap.dedent(source), rules=[FactoryWithoutDeviceInForward], strict=True).violations
+    assert bool(found) == reported
+    if reported:
+        message = found[0].message
+        assert "meets the output of self." in message and "which is on the module's device" in message
+    # TDV502 leaves a module's layers to TDV504, and the whole-file run decides alike.
+    assert tdv502(source) == []
+    whole = check_source(textwrap.dedent(source), rules=[FactoryWithoutDeviceInForward], full=True, strict=True)
+    assert [v.line for v in whole.violations] == [v.line for v in found]

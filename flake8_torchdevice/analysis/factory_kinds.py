@@ -14,6 +14,7 @@ from typing import Optional
 from .._lazy import cst
 from .code import code_of, last_name
 from .function_inputs import TENSOR_HINTS, is_data_class_name
+from ..rule import is_none
 
 # Reading these never gives a device-bound tensor.
 META_ATTRS = frozenset("shape dtype device ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -218,3 +219,18 @@ def is_mask(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr)):
         return is_mask(expr.left) and is_mask(expr.right)
     return False
+
+
+def none_default(expr: "cst.IfExp"):
+    """The default branch of ``make() if p is None else p`` (or ``p if p is not None else make()``),
+    an optional argument's fallback; None for any other conditional."""
+    test = expr.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_none(test.comparisons[0].comparator)
+            and isinstance(test.left, cst.Name)):
+        return None
+    operator, name = test.comparisons[0].operator, test.left.value
+    if isinstance(operator, cst.Is) and isinstance(expr.orelse, cst.Name) and expr.orelse.value == name:
+        return expr.body
+    if isinstance(operator, cst.IsNot) and isinstance(expr.body, cst.Name) and expr.body.value == name:
+        return expr.orelse
+    return None

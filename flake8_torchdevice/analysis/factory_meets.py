@@ -52,6 +52,10 @@ class FactoryMeetings(FactoryValues):
         "{factory}() without device= makes a CPU tensor, and it meets {root}, which the module registered "
         "and moves with it, in an operation that needs one device; pass device={root}.device"
     )
+    OUTPUT_MESSAGE = (
+        "{factory}() without device= makes a CPU tensor, and it meets the output of {layer}, which is on the "
+        "module's device, in an operation that needs one device; pass device={device}"
+    )
     FORCED_STATE_MESSAGE = (
         ".cuda() sends a tensor made without device= to the current GPU, and it meets {root}, which the module "
         "registered and moves with it (to the CPU, cuda:1); make it with device={root}.device"
@@ -299,6 +303,11 @@ class FactoryMeetings(FactoryValues):
             if default_device and id(call) not in group.forced or gpu_bound and id(call) in group.forced:
                 continue
             evident = [r for r in inputs_met if r in group.evidence and r not in group.cpu_bound]
+            outputs = [r for r in evident if r.endswith("()")]  # a layer's output: where the module is
+            evident = [r for r in evident if not r.endswith("()")]
+            if outputs and not evident:
+                self._report_output(call, group, outputs[0], before_move)
+                continue
             state = [r for r in evident if r.startswith("self.")]
             if state and (not self.MODEL_ENTRIES or before_move):
                 continue  # TDV504's (TDV502 leaves it), and not before the module can have been moved
@@ -330,6 +339,16 @@ class FactoryMeetings(FactoryValues):
                 continue
             factory = dotted_name(call.func) or code_of(call.func)
             self.report(call, self.LAYER_MESSAGE.format(factory=factory, layer=attr, device=device))
+
+    def _report_output(self, call: cst.Call, group: "_Group", output: str, before_move: bool) -> None:
+        """A factory that meets only a layer's output: the module's device. A ``.cuda()`` of it goes to the
+        current GPU, which CUDA-only code shares with the module: left to the input and state forms."""
+        if not self.MODEL_ENTRIES or before_move or id(call) in group.forced or passes_device(call):
+            return
+        inputs = [name for name in group.params if name in group.evidence]
+        device = f"{inputs[0]}.device" if inputs else "next(self.parameters()).device"
+        factory = dotted_name(call.func) or code_of(call.func)
+        self.report(call, self.OUTPUT_MESSAGE.format(factory=factory, layer=output[:-2], device=device))
 
 
 class _Group:

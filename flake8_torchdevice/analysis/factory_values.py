@@ -28,6 +28,7 @@ from .factory_kinds import (
     impure,
     is_literal,
     is_mask,
+    none_default,
     is_none_index,
     is_self,
     is_self_member,
@@ -42,7 +43,6 @@ from .guards import is_cuda_test
 from .flow.places import cpu_type_cast, dtype_only
 from .modules import is_layer_attribute
 from .module_state import state_attributes
-from ..rule import is_none
 from .vocabulary import (
     CTC_FUNCTIONS,
     DATA_FACTORIES,
@@ -95,7 +95,7 @@ class FactoryValues:
             body = self._kind(expr.body)
             self._gpu_tests -= checked
             orelse = self._kind(expr.orelse)
-            default = _none_default(expr)
+            default = none_default(expr)
             if default is not None:  # ``torch.ones(n) if w is None else w``: what a call without w gets
                 return body if default is expr.body else orelse
             return body if body is not None and orelse is not None and body[0] == orelse[0] else None
@@ -231,6 +231,10 @@ class FactoryValues:
         if label and any(tagged(k, "T") for k in args):  # layer(output, hidden): a layer run on the input
             self._cpu_into_layer(call, label, args)
         tensors = [k for k in args if tagged(k, "T")]
+        func = call.func
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and is_self(func.value.value) \
+                and self._layer_output(func.value.attr.value):
+            return self._output_of(f"self.{func.value.attr.value}[...]", tensors)  # self.heads[name](x)
         return ("T", union_of_roots(tensors), False) if tensors else None  # helper(x): derived, maybe
 
     def _torch_call(self, call: cst.Call, qualified: str):
@@ -313,6 +317,8 @@ class FactoryValues:
             # self.fc(x) / self._helper(x): derived from x; other objects'
             # methods (sizevars.hint(n), np.sum(x)) may return anything.
             tensors = [k for k in args if tagged(k, "T")] if is_self_member(func.value) else []
+            if is_self(func.value) and self._layer_output(method):
+                return self._output_of(f"self.{method}", tensors)
             return ("T", union_of_roots(tensors), False) if tensors else None
         zero = (receiver[2] and method not in GROWS_DIMS) or reduces_all(call, method, operands=0)
         return ("C", receiver[1], zero)
@@ -372,24 +378,20 @@ class FactoryValues:
             return f"self.{func.value.attr.value}[...]"
         return None
 
+    def _layer_output(self, attr: str) -> bool:
+        """Is ``self.<attr>`` one of the module's layers with weights (or a container of them)?"""
+        group = self._groups[-1] if self._groups else None
+        return bool(group and group.layers_of) and is_layer_attribute(self.names, group.layers_of, attr)
+
+    def _output_of(self, layer: str, tensors: list):
+        """A layer's output is on the module's device, whatever it was given (``self.emb(batch["ids"])``):
+        derived from its arguments, and a root ``self.<layer>()`` with its own evidence."""
+        self._groups[-1].evidence.add(f"{layer}()")
+        return ("T", union_of_roots(tensors) + (f"{layer}()",), False)
+
     def _cpu_into_layer(self, call: cst.Call, label: str, args: list) -> None:
         cpu = [k for k in args if tagged(k, "C") and not k[2]]
         if cpu and not self._cpu_blocks.inside:  # a layer run where CUDA is missing is on the CPU
             self._groups[-1].layer_findings.append((cpu[0][1], label))
 
     # -- reporting ------------------------------------------------------
-
-
-def _none_default(expr: "cst.IfExp"):
-    """The default branch of ``make() if p is None else p`` (or ``p if p is not None else make()``),
-    an optional argument's fallback; None for any other conditional."""
-    test = expr.test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_none(test.comparisons[0].comparator)
-            and isinstance(test.left, cst.Name)):
-        return None
-    operator, name = test.comparisons[0].operator, test.left.value
-    if isinstance(operator, cst.Is) and isinstance(expr.orelse, cst.Name) and expr.orelse.value == name:
-        return expr.body
-    if isinstance(operator, cst.IsNot) and isinstance(expr.body, cst.Name) and expr.body.value == name:
-        return expr.orelse
-    return None

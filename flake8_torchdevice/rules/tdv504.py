@@ -36,7 +36,11 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     file, in every branch that binds it (`nn.GRU` under one option, `nn.LSTM` under another); or a
     layer the forward takes from `self` and runs on the input: a loop over one
     (`for layer in self.rnns: out, _ = layer(out, hidden)`, also through
-    `zip`/`enumerate`/`reversed`) or an item (`self.rnns[i](out, hidden)`). `Variable(t)` is `t`.
+    `zip`/`enumerate`/`reversed`) or an item (`self.rnns[i](out, hidden)`). And when it meets the output
+    of one of those layers (`self.embeddings[name](ids) + total`, `torch.cat([probs, self.proj(h)])`),
+    which is on the module's device whatever the layer was given (a mapping's item, a token id made in
+    the forward); a `.cuda()` of the factory is not flagged there: in CUDA-only code it goes to the current
+    GPU, where the module is (post-hoc, from recall misses). `Variable(t)` is `t`.
     Closures defined in `forward` count as `forward`, and so does a module-level function of the
     same file that such a `forward` hands one of its own parameters to (`x = pad(x, self.lcm)`; also
     all of them: `def forward(self, *inputs): return match(*inputs)`):
