@@ -1632,3 +1632,18 @@ def main(model, opt, loader, critic):
 def test_a_copy_of_a_prepared_loaders_batch_is_on_the_frameworks_device(prepare, bar, loop, reported):
     source = _PREPARED.replace("{prepare}", prepare).replace("{bar}", bar).replace("{loop}", loop)
     assert [line for code, line in codes(source) if code == "TDV601"] == reported
+
+
+@pytest.mark.parametrize(("expression", "reported"), [
+    ("torch.rand(1, 2) * 2.0 - 1.0", True),  # a CPU tensor and number literals: a CPU tensor
+    ("-1 + torch.rand(1, 2)", True),
+    ("2 ** torch.rand(1, 2)", True),
+    ("torch.rand(1, 2) * scale", False),  # an unknown name may be a placed tensor
+    ("torch.rand(1, 2).to(device) * 2.0", False),  # moved first
+])
+def test_a_cpu_tensor_and_a_number_stay_on_the_cpu(expression, reported):
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = nn.Linear(2, 2).to(device)\n\n\n"
+        f"def f(scale):\n    x = {expression}\n    return model(x)\n"
+    )
+    assert codes(source) == ([("TDV601", 10)] if reported else [])

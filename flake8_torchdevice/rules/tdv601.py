@@ -65,7 +65,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `TF.to_tensor(image)`, `pil_to_tensor(image)`), what a tokenizer or processor returns with
       `return_tensors="pt"` (`tokenizer(text, return_tensors="pt")`, its `["input_ids"]`, `tokenizer.encode(...,
       return_tensors="pt")`), `.cpu()`, `.to("cpu")`, results of ops on CPU
-      values (indexing that drops no dimension too: `image[None]`, `x[:, 1:]`); a
+      values (indexing that drops no dimension too: `image[None]`, `x[:, 1:]`; arithmetic with number literals,
+      `image * 2.0 - 1.0`); a
       `torch.nn` layer with weights the function builds without `device=` (`nn.Linear(4, 2)`, a
       `Sequential` of such layers), a model a torchvision builder makes (`models.resnet18(weights=...)`,
       `models.detection.fasterrcnn_resnet50_fpn()`, `get_model("vit_b_16")`; not one given `**options`:

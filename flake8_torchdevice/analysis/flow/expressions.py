@@ -104,7 +104,7 @@ class Expressions:
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.ev(expr.left, env), self.ev(expr.right, env)
             self.meet(expr, left, right)
-            return combined(left, right)
+            return combined(left, right) or _with_number(expr, left, right)
         if isinstance(expr, cst.Comparison):
             left = self.ev(expr.left, env)
             result = None
@@ -298,3 +298,17 @@ def _keeps_dims(expr: "cst.Subscript") -> bool:
         or isinstance(element.slice.value, cst.Name) and element.slice.value.value == "None"
         for element in expr.slice
     )
+
+
+def _with_number(expr: cst.BinaryOperation, left: Optional[Value], right: Optional[Value]) -> Optional[Value]:
+    """``image * 2.0 - 1.0``: a CPU tensor and a number literal give a CPU tensor of the same shape."""
+    for value, other in ((left, expr.right), (right, expr.left)):
+        if value is not None and value.kind == CPU and _is_number(other):
+            return value.derived(zero=value.zero)
+    return None
+
+
+def _is_number(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary))
