@@ -1647,3 +1647,20 @@ def test_a_cpu_tensor_and_a_number_stay_on_the_cpu(expression, reported):
         f"def f(scale):\n    x = {expression}\n    return model(x)\n"
     )
     assert codes(source) == ([("TDV601", 10)] if reported else [])
+
+
+@pytest.mark.parametrize(("decorator", "reported"), [
+    ("", True),
+    ('@skip_but_pass_in_sandcastle_if(BACKEND == "nccl", "Nccl does not support CPU tensors")\n', False),
+    ("@unittest.skipIf(backend in ('nccl', 'ucc'), 'CPU tensors')\n", False),
+    ('@unittest.skipIf(BACKEND != "nccl", "needs NCCL")\n', True),  # runs only with NCCL: still its mistake
+    ('@requires_gloo()\n', True),
+])
+def test_a_collective_in_a_test_that_skips_nccl_meets_no_nccl_group(decorator, reported):
+    source = (
+        "import torch.distributed as dist\n"
+        "dist.init_process_group('nccl')\n\n\n"
+        f"{decorator}def test_sum():\n    output = torch.ones(1) * -1\n    dist.all_reduce(output)\n"
+    )
+    line = 10 + decorator.count("\n")
+    assert codes(source) == ([("TDV601", line)] if reported else [])

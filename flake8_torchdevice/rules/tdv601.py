@@ -186,8 +186,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
       with a placed value, the meeting is TDV601's;
     - a loader element left on the CPU while its sibling was moved: TDV602 reports that;
     - a placed tensor indexed by CPU indices (`placed[torch.arange(4)]`): torch accepts indices on the CPU;
-    - a collective given a `group` (it may be a Gloo group kept for CPU tensors), and collectives in a file that
-      never names NCCL.
+    - a collective given a `group` (it may be a Gloo group kept for CPU tensors), collectives in a file that
+      never names NCCL, and those in a function decorated with a skip whose test excludes NCCL
+      (`@skip_if(BACKEND == "nccl", ...)`, as torch's own distributed tests keep their CPU-tensor cases).
 
     ## The error torch raises
     On a GPU machine:

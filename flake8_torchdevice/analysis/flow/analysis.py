@@ -18,7 +18,7 @@ from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
 from .untouched import untouched
 from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
-from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, starts_nccl
+from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, skips_nccl, starts_nccl
 
 
 def flow_of(context, node: "cst.CSTNode") -> Flow:
@@ -146,7 +146,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         facts = context.__dict__.get("_flow_facts")
         function = facts is not None and isinstance(node, cst.FunctionDef)
         handed = handed and function
-        self.nccl = facts is not None and facts.nccl
+        self.nccl = facts is not None and facts.nccl and not (function and skips_nccl(node))
         self.imported = facts.imported_objects if facts is not None else frozenset()
         self.default_device = function and facts.default_device  # later ``set_default_device`` calls set it too
         # parameter name -> Value; a copy: FileFacts keeps the module's own per function

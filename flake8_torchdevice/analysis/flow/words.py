@@ -6,6 +6,7 @@ import re
 from typing import Optional
 
 from ...words import joined_words
+from ..code import code_of
 from ..devices import DEFAULT_DEVICE_SETTERS
 from ..vocabulary import PARALLEL_WRAPPERS
 
@@ -99,6 +100,20 @@ def starts_nccl(source: str) -> bool:
     if "init_process_group" not in source:
         return False
     return _NCCL_LITERAL.search(source) is not None or any(word == "nccl" for _, word in joined_words(source))
+
+
+# A skip whose test excludes NCCL (``@skip_if(BACKEND == "nccl", "Nccl does not support CPU tensors")``).
+_SKIPS_NCCL = re.compile(r"""==\s*["']nccl["']|["']nccl["']\s*==|\bin\s*[\(\[{][^)\]}]*["']nccl["']""")
+
+
+def skips_nccl(node) -> bool:
+    """Is the function (a ``cst.FunctionDef``) decorated with a skip whose test excludes NCCL? Its collectives
+    never meet an NCCL group: torch's own distributed tests skip their CPU-tensor cases that way."""
+    for decorator in node.decorators:
+        text = code_of(decorator.decorator)
+        if "skip" in text.lower() and _SKIPS_NCCL.search(text):
+            return True
+    return False
 
 
 # Lightning's step hooks: its Trainer has moved ``batch`` to the module's device before it
