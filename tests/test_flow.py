@@ -1664,3 +1664,21 @@ def test_a_collective_in_a_test_that_skips_nccl_meets_no_nccl_group(decorator, r
     )
     line = 10 + decorator.count("\n")
     assert codes(source) == ([("TDV601", line)] if reported else [])
+
+
+@pytest.mark.parametrize(("wrap", "reported"), [
+    ("DDP(model, device_ids=[rank])", False),  # moves the forward's inputs to device_ids[0] itself
+    ("DDP(model, [rank])", False),
+    ("torch.nn.DataParallel(model)", False),
+    ("DDP(model)", True),  # no device_ids: the inputs stay where they are
+    ("DDP(model, device_ids=None)", True),
+])
+def test_a_wrapper_that_moves_its_inputs_takes_a_loader_element_as_it_is(wrap, reported):
+    source = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "def train(rank, loader):\n    model = nn.Linear(2, 2).to(rank)\n"
+        f"    wrapped = {wrap}\n"
+        "    for x, y in loader:\n        y = y.to(rank)\n        loss = (wrapped(x) - y).sum()\n"
+    )
+    found = [code for code, _ in codes(source)]
+    assert ("TDV602" in found) == reported

@@ -158,7 +158,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - a torch.nn loss built from literals and then moved (`criterion = nn.CrossEntropyLoss().cuda()`): it holds no
       tensor, so its inputs meet each other, not the loss (a loss given a `weight` tensor holds it and is placed);
     - a module wrapped in `nn.DataParallel`, which scatters a forward's inputs to its devices (a CPU input is
-      moved for it), a module built around one (`TSN(batch_size, nn.DataParallel(net)).cuda()`), whose forward
+      moved for it), or in `DistributedDataParallel` given `device_ids`, which moves them to its device, a module built around one (`TSN(batch_size, nn.DataParallel(net)).cuda()`), whose forward
       hands its input to the wrapper, and one whose submodule is wrapped (`model.features =
       nn.DataParallel(model.features)`);
     - modules of classes defined in the same file whose code may move what it gets: code (or a same-file class or

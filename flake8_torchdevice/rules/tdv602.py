@@ -114,7 +114,7 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     - elements passed to a model wrapped in `nn.DataParallel` or built around one (`TSN(batch_size,
       nn.DataParallel(net)).cuda()`), or whose submodule is wrapped (`model.features =
       nn.DataParallel(model.features)`, the ImageNet example's VGG): the wrapper scatters a CPU batch to its
-      devices itself;
+      devices itself; so does `DistributedDataParallel` given `device_ids` (post-hoc, from v134's first read);
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`), or
       key by key: a store rebinds the element (`batch["x"] = batch["x"].to(device)`; a computed key, `for k, v in
       batch.items(): batch[k] = to_var(v)`, rebinds every element);

@@ -25,8 +25,9 @@ from .values import (
 )
 from .layers import is_cpu_layer, moved_layer
 from .words import (
-    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DATA_PARALLEL, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
+    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
     FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, STACKING, TENSOR_MEMBERS, collective_name,
+    moves_its_inputs,
 )
 
 
@@ -58,7 +59,7 @@ class Calls:
             for arg in call.args:
                 self.ev(arg.value, env)
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
-        if qualified in DATA_PARALLEL:
+        if moves_its_inputs(call, qualified):
             return self.data_parallel(call, env)
         if layer_state(qualified) == "module" or self.library_model(call, qualified):
             return self.built_layer(call, qualified, env)

@@ -6,6 +6,7 @@ import re
 from typing import Optional
 
 from ...words import joined_words
+from ..._lazy import cst
 from ..code import code_of
 from ..devices import DEFAULT_DEVICE_SETTERS
 from ..vocabulary import PARALLEL_WRAPPERS
@@ -141,6 +142,22 @@ LOADER_WORDS = frozenset(
 )
 # ``nn.DataParallel`` scatters a forward's inputs to its devices: a CPU input is moved for it.
 DATA_PARALLEL = frozenset(name for name, kind in PARALLEL_WRAPPERS.items() if kind == "DataParallel")
+# ``DistributedDataParallel(model, device_ids=[rank])`` moves a forward's inputs to that device too.
+DISTRIBUTED_PARALLEL = frozenset(name for name, kind in PARALLEL_WRAPPERS.items() if kind == "DistributedDataParallel")
+
+
+def moves_its_inputs(call, qualified: str) -> bool:
+    """A wrapper that moves what its forward is given: ``DataParallel(model)``, or ``DistributedDataParallel``
+    given ``device_ids`` (its second positional argument or the keyword)."""
+    if qualified in DATA_PARALLEL:
+        return True
+    if qualified not in DISTRIBUTED_PARALLEL:
+        return False
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    given = positional[1:2] + [arg for arg in call.args if arg.keyword and arg.keyword.value == "device_ids"]
+    return any(not (isinstance(arg.value, cst.Name) and arg.value.value == "None") for arg in given)
+
+
 # Loops over these wrappers yield what they wrap.
 WRAPPERS = frozenset("enumerate tqdm iter".split())
 DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
