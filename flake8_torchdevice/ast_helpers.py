@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 
 def ast_dotted_name(expr: ast.expr) -> Optional[str]:
@@ -33,3 +33,17 @@ def ast_parameters(function: ast.AST, *, skip_self: bool = False, starred: bool 
     if starred:
         found |= {arg.arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None}
     return found
+
+
+AST_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def ast_nodes_outside_definitions(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """``nodes`` and everything under them, except what a function, class or lambda defined there holds (the
+    definition node itself is yielded): the code that runs where ``nodes`` run. A stack, not recursion."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, AST_DEFINITIONS):
+            stack.extend(ast.iter_child_nodes(node))

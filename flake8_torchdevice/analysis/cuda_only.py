@@ -26,7 +26,7 @@ import ast
 import re
 from typing import Iterable
 
-from ..ast_helpers import ast_dotted_name
+from ..ast_helpers import ast_dotted_name, ast_nodes_outside_definitions
 from ..names import is_main_block, module_level_statements
 from .devices import constructs_a_module, names_a_module
 from .guards import CUDA_WORD
@@ -141,7 +141,7 @@ def _arms_place(stmt) -> bool:
     branch on a GPU word that only picks which GPUs (``devices = args.gpus``), a seed, a loader backend
     (``"dali-gpu"``) or a message chooses no CPU path."""
     for arm in (stmt.body, stmt.orelse):
-        for node in (node for top in arm for node in _walk_outside_definitions(top)):
+        for node in ast_nodes_outside_definitions(arm):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                     node.func.attr in _PLACING_METHODS:
                 return True
@@ -151,14 +151,6 @@ def _arms_place(stmt) -> bool:
                     (node.value.startswith("cpu") or _CUDA_DEVICE.fullmatch(node.value)):
                 return True
     return False
-
-
-def _walk_outside_definitions(node: ast.AST) -> Iterable[ast.AST]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-        return
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _walk_outside_definitions(child)
 
 
 def _names_cpu(stmt: ast.stmt) -> bool:

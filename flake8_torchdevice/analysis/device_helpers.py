@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..ast_helpers import ast_dotted_name, ast_parameters
+from ..ast_helpers import ast_dotted_name, ast_nodes_outside_definitions, ast_parameters
 from .flow.words import KEEPING_METHODS
 
 # Tensor methods, and torch functions of the same names, whose result stays on their tensors' device.
@@ -65,12 +65,7 @@ def _returns(names, node) -> Optional[list]:
 
 def _own_nodes(node: ast.FunctionDef):
     """The nodes of ``node``'s body, not those of functions or classes defined in it."""
-    stack = list(node.body)
-    while stack:
-        sub = stack.pop()
-        yield sub
-        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(sub))
+    return ast_nodes_outside_definitions(node.body)
 
 
 def _computed_from(names, expr, params: set) -> Optional[set]:

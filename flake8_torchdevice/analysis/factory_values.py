@@ -231,10 +231,8 @@ class FactoryValues:
         if label and any(tagged(k, "T") for k in args):  # layer(output, hidden): a layer run on the input
             self._cpu_into_layer(call, label, args)
         tensors = [k for k in args if tagged(k, "T")]
-        func = call.func
-        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Attribute) and is_self(func.value.value) \
-                and self._layer_output(func.value.attr.value):
-            return self._output_of(f"self.{func.value.attr.value}[...]", tensors)  # self.heads[name](x)
+        if label and isinstance(call.func, cst.Subscript) and self._layer_output(call.func.value.attr.value):
+            return self._output_of(label, tensors)  # self.heads[name](x): the label is "self.heads[...]"
         return ("T", union_of_roots(tensors), False) if tensors else None  # helper(x): derived, maybe
 
     def _torch_call(self, call: cst.Call, qualified: str):

@@ -21,10 +21,9 @@ import ast
 import copy
 from typing import Optional
 
-from ..ast_helpers import ast_dotted_name, ast_parameters
+from ..ast_helpers import AST_DEFINITIONS, ast_dotted_name, ast_parameters
 from .checkpoints import TORCH_LOADS as LOADS, TORCH_SAVES as SAVES
 from .scripts import called_names
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def read_back_in_run(names) -> dict:
@@ -274,7 +273,7 @@ def _module_code_events(body: list) -> list:
     """(node, arms) for the calls and ``with`` statements of module code (not in definitions), in source order;
     ``arms`` are the (``if``, branch) pairs the node sits in, conditional expressions included."""
     events = []
-    pending = [(stmt, ()) for stmt in body if not isinstance(stmt, _DEFINITIONS)]
+    pending = [(stmt, ()) for stmt in body if not isinstance(stmt, AST_DEFINITIONS)]
     while pending:
         node, arms = pending.pop()
         if isinstance(node, ast.Call) or isinstance(node, (ast.With, ast.AsyncWith)):
@@ -286,5 +285,5 @@ def _module_code_events(body: list) -> list:
             pending.extend((child, arms + ((id(node), True),)) for child in body_nodes)
             pending.extend((child, arms + ((id(node), False),)) for child in else_nodes)
             continue
-        pending.extend((child, arms) for child in ast.iter_child_nodes(node) if not isinstance(child, _DEFINITIONS))
+        pending.extend((child, arms) for child in ast.iter_child_nodes(node) if not isinstance(child, AST_DEFINITIONS))
     return sorted(events, key=lambda event: (event[0].lineno, event[0].col_offset))

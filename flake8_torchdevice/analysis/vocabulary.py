@@ -11,6 +11,7 @@ from typing import Optional
 
 from .._lazy import cst
 from .code import code_of
+from ..rule import is_none
 
 # torch.<name>(...) creates a CPU tensor without device=.
 FACTORY_NAMES = frozenset(
@@ -147,3 +148,24 @@ PARALLEL_WRAPPERS = {
     "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel": "DistributedDataParallel",
 }
+
+
+# The device arguments of a wrapper's constructor, by keyword and by position (the module is the first).
+_WRAPPER_DEVICE_ARGUMENTS = {"device_ids": 2, "output_device": 3}
+
+
+def wrapper_names_a_gpu(call: "cst.Call", arguments=("device_ids", "output_device")) -> bool:
+    """Is one of ``arguments`` (``device_ids`` / ``output_device``) given to a parallel wrapper's constructor, by
+    keyword or position, and not None? ``*args`` / ``**kwargs`` may or may not carry them: no sign either way."""
+    positions = {_WRAPPER_DEVICE_ARGUMENTS[name] for name in arguments}
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            positional += 1
+            if positional in positions and not is_none(arg.value):
+                return True
+        elif arg.keyword.value in arguments and not is_none(arg.value):
+            return True
+    return False

@@ -25,8 +25,8 @@ from typing import Optional
 from .._lazy import cst
 from ..analysis.code import code_of
 from ..analysis.devices import DEFAULT_DEVICE_SETTERS  # change where new modules are created, file-wide
-from ..analysis.vocabulary import PARALLEL_WRAPPERS
-from ..rule import Rule, is_none
+from ..analysis.vocabulary import PARALLEL_WRAPPERS, wrapper_names_a_gpu
+from ..rule import Rule
 
 _DP = "DataParallel"
 _DDP = "DistributedDataParallel"
@@ -87,21 +87,6 @@ def _wrapped(call: cst.Call) -> Optional[cst.BaseExpression]:
             return arg.value
     first = call.args[0] if call.args else None
     return first.value if first is not None and first.keyword is None and not first.star else None
-
-
-def _names_a_gpu(call: cst.Call) -> bool:
-    """``device_ids=``/``output_device=`` given (by keyword or position) and not None."""
-    positional = 0
-    for arg in call.args:
-        if arg.star:
-            continue  # *args/**kwargs may or may not carry device_ids: no sign either way
-        if arg.keyword is None:
-            positional += 1
-            if positional in (2, 3) and not is_none(arg.value):
-                return True
-        elif arg.keyword.value in ("device_ids", "output_device") and not is_none(arg.value):
-            return True
-    return False
 
 
 class WrapBeforePlacement(Rule):
@@ -411,7 +396,7 @@ class WrapBeforePlacement(Rule):
             else:
                 self._parallel[id(call)] = call
         elif placement == UNPLACED:
-            if _names_a_gpu(call) or id(call) in self._moved_results:
+            if wrapper_names_a_gpu(call) or id(call) in self._moved_results:
                 self._report(call, wrapper)
             else:
                 self._waiting[id(call)] = call

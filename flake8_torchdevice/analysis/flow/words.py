@@ -6,10 +6,9 @@ import re
 from typing import Optional
 
 from ...words import joined_words
-from ..._lazy import cst
 from ..code import code_of
 from ..devices import DEFAULT_DEVICE_SETTERS
-from ..vocabulary import PARALLEL_WRAPPERS
+from ..vocabulary import PARALLEL_WRAPPERS, wrapper_names_a_gpu
 
 # Reading these gives no device-bound tensor.
 META_ATTRS = frozenset("shape dtype ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -151,11 +150,7 @@ def moves_its_inputs(call, qualified: str) -> bool:
     given ``device_ids`` (its second positional argument or the keyword)."""
     if qualified in DATA_PARALLEL:
         return True
-    if qualified not in DISTRIBUTED_PARALLEL:
-        return False
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    given = positional[1:2] + [arg for arg in call.args if arg.keyword and arg.keyword.value == "device_ids"]
-    return any(not (isinstance(arg.value, cst.Name) and arg.value.value == "None") for arg in given)
+    return qualified in DISTRIBUTED_PARALLEL and wrapper_names_a_gpu(call, ("device_ids",))
 
 
 # Loops over these wrappers yield what they wrap.
