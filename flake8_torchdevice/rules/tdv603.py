@@ -89,6 +89,9 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
       (`if self.layer_gpu == 3: self.layer3 = conv.to(cuda)` / `else: self.layer3 = conv` in `__init__`, and the
       `else` of `forward`'s `if self.layer_gpu == 3:`): a test of literals and attributes only `__init__` binds
       takes the same path in both (`flow/flags.py`);
+    - `.numpy()` of a name the scope sets attributes on (`data.mask = torch.rand(2)`, other than a tensor's own
+      `.data` / `.grad` / `.requires_grad`): an object holding tensors (mmdet's `InstanceData`), whose own `.numpy()`
+      converts each of them (post-hoc, from a held-out false finding);
     - `.tolist()`, `.item()` and `float(t)`, which copy to the host themselves, and a store into one element
       of an array (`scores[i] = loss` of a `np.zeros(n)`, `a[i, j] = t` of a 2-D one): NumPy reads it with
       `float(t)`; nor a store into an array whose shape is not written out (`np.zeros(shape)`);

@@ -117,6 +117,23 @@ def _module_params(node: cst.FunctionDef) -> set[str]:
     }
 
 
+# A tensor's own attributes, which code sets on tensors (``w.requires_grad = False``).
+_TENSOR_ATTRIBUTES = frozenset({"data", "grad", "requires_grad", "retains_grad", "names"})
+
+
+def _attribute_targets(node) -> set[str]:
+    """Names whose attributes the scope assigns, other than a tensor's own."""
+    found = set()
+    for part in subtree(node.body if isinstance(node, cst.FunctionDef) else node):
+        if isinstance(part, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in part.targets] if isinstance(part, cst.Assign) else [part.target]
+            for target in targets:
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                        and target.attr.value not in _TENSOR_ATTRIBUTES:
+                    found.add(target.value.value)
+    return found
+
+
 class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
     """One scope's walk: the mixins walk statements, loops, expressions and
     calls; this class holds the state and records where values meet."""
@@ -140,6 +157,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         self._class_defaults = UNREAD  # in ``__init__``: its class body's attributes (``Statements.class_defaults``)
         self._node = node
         self._module_params: Optional[set[str]] = None  # read on the first question: most scopes never ask
+        self._containers: Optional[set[str]] = None  # likewise
         # What the file proves before this scope starts (``start_file`` made ``_flow_facts``
         # before the first scope): whether it starts an NCCL group and, for a function, the
         # default device module code sets and the placed values it calls the function with.
@@ -180,6 +198,15 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             node = self._node
             self._module_params = _module_params(node) if isinstance(node, cst.FunctionDef) else set()
         return name in self._module_params
+
+    def is_container(self, expr) -> bool:
+        """Is ``expr`` a name this scope sets attributes on (``data.mask = torch.rand(2)``)? An object
+        holding tensors (mmdet's ``InstanceData``), not one: its own ``.numpy()`` converts each of them."""
+        if not isinstance(expr, cst.Name):
+            return False
+        if self._containers is None:
+            self._containers = _attribute_targets(self._node)
+        return expr.value in self._containers
 
     # -- scopes -----------------------------------------------------------
     def run(self, node, facts: dict) -> Flow:

@@ -254,7 +254,8 @@ class Calls:
             self.meet(call, receiver, args[0])
             return None
         if method == "numpy":
-            if receiver is not None and receiver.kind == PLACED and not forced_numpy(call):
+            if receiver is not None and receiver.kind == PLACED and not forced_numpy(call) \
+                    and not self.is_container(func.value):
                 self.record_numpy(call, receiver)
             return Value(NUMPY, call)
         if receiver is None:
