@@ -168,6 +168,10 @@ def cpu_comparison(test: cst.BaseExpression, names: NameResolver) -> Optional[bo
     if not (cpu_literal(test.left, names) or cpu_literal(comparison.comparator, names)):
         return None
     operator = comparison.operator
+    if isinstance(operator, (cst.Is, cst.IsNot)) and any(
+            isinstance(side, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Call))
+            for side in (test.left, comparison.comparator)):
+        return None  # identity with a value made on the spot: ``str(device) is not "cpu"`` is always true
     if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
         return True
     return False if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)) else None

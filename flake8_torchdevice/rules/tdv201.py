@@ -19,6 +19,7 @@ from ..analysis.code import (
     subtree,
 )
 from ..analysis.cuda_only import cuda_at_import, cuda_throughout, main_requires_cuda
+from ..analysis.data_loads import loaded_as_data
 from ..analysis.derived_loads import loads_behind
 from ..analysis.devices import chosen_device, cpu_comparison, cpu_or_cuda, cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
@@ -269,7 +270,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a file named per process (its rank in the path: `"queue" + str(args.rank) + ".pth"`, also through a name or a
       `self` attribute built from it) that this module also writes with `torch.save` to the same path expression:
       each process reads back what it wrote from the GPU it loads onto. One file shared by all ranks is reported;
-    - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`): it runs where CUDA is
+    - a load in the body of a CUDA test (`if torch.cuda.is_available():`, `if args.cuda:`, `if device == "cuda":`),
+      or of a conjunction with one (`if args.netG != "" and args.cuda:`; not `if resume and not
+      torch.cuda.is_available():`, which holds without CUDA; post-hoc, from v135's first read): it runs where CUDA is
       (its `else` loads with `map_location`, as a rule); so does the branch of a test on the chosen device that
       runs off the CPU (`else` of `if device == "cpu":`, the body of `if device.type != "cpu":`), in a conditional
       expression too (`torch.load(f, map_location="cpu") if defaults.device == torch.device("cpu") else
@@ -390,6 +393,10 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a Dataset's constructor (`class Kernels(data.Dataset): def __init__(self, path): torch.load(path)`): the data
       it will serve from DataLoader workers, where CUDA tensors cannot be used, so CPU data by design; so is a pickled
       DataLoader read back (`trainloader = torch.load(args.trainloader)`: a load bound to a name ending in `loader`);
+      so is a file whose loaded value the same scope hands to a `DataLoader` or a dataset class, directly or through
+      names bound from it by `torch.cat` / `torch.stack`, a subscript or a method call (`icons = torch.load(path)`,
+      `DataLoader(torch.cat((icons, more)))`, `TensorDataset(torch.load("x.pt"), y)`; `analysis/data_loads.py`;
+      post-hoc, from the `cpu-data-file` labels, v135's first read among them);
     - a load bound to a name for what holds no tensors: a vocabulary or word map (`voc`, `src_vocab`, `word2idx`,
       `self.text.words_to_id`), a configuration or argument namespace (`config`, `train_cfg`, `args`, `hparams`),
       data splits, sentence pairs, class names, label maps, metadata, a tokenizer (post-hoc, from the held-out false
@@ -765,6 +772,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # a notebook reading back a file an earlier cell saved: same session, same machine
         if path is not None and self._read_back_in_run(path):
             return  # ``test()`` reads back what ``train()`` saved earlier in the script's run: same machine
+        if path is not None and path_key(code_of(path)) in loaded_as_data(self.names):
+            return  # ``DataLoader(torch.load("train.pt"))``: a dataset, which loaders serve from host memory
         if path is not None and self._object_saved(path):
             return  # ``self.best = path`` beside ``torch.save(..., path)``: the object reads back what it wrote
         if path is not None and _names_rng_state(path):
@@ -1009,7 +1018,10 @@ def _runs_where_cuda_is(test: cst.BaseExpression, names) -> bool:
     ``use_gpu``) or asked as switched on (``args.cuda > 0``, ``use_gpu == 1``: ``is_cuda_flag``), the
     chosen device compared with a CUDA string (``device == "cuda"``: where it is not CUDA, the code's
     own switch takes the other branch) or said not to be the CPU (``device.type != "cpu"``); not
-    ``args.gpu is None`` (the branch without a chosen GPU, the CPU's among others) nor a negation."""
+    ``args.gpu is None`` (the branch without a chosen GPU, the CPU's among others) nor a negation. A
+    conjunction runs there where one of its operands does (``if args.netD != "" and args.cuda:``)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _runs_where_cuda_is(test.left, names) or _runs_where_cuda_is(test.right, names)
     if is_no_cuda_test(test, names):
         return False
     if availability_test(test, names) or is_cuda_comparison(test) or cpu_comparison(test, names) is False:
