@@ -144,6 +144,11 @@ class NameResolver:
         dotted = dotted_name(node)
         return self.resolve_dotted(dotted) if dotted else None
 
+    def qualify_ast(self, node: ast.expr) -> Optional[str]:
+        """``qualify`` for an ``ast`` expression (the analyses that read the ``ast`` once per file)."""
+        dotted = ast_dotted_name(node)
+        return self.resolve_dotted(dotted) if dotted else None
+
     def local_bases(self, name: str) -> list[str]:
         """The dotted bases of the module-level class ``name`` of this file."""
         return self._classes.get(name, [])

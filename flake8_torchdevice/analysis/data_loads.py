@@ -91,7 +91,7 @@ def _feeds_loader(call: ast.Call) -> bool:
 
 def _load_keys(value: ast.expr, names) -> set:
     """``torch.load(path)`` itself: its path key."""
-    if isinstance(value, ast.Call) and _qualified(value, names) in TORCH_LOADS:
+    if isinstance(value, ast.Call) and names.qualify_ast(value.func) in TORCH_LOADS:
         path = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "f"), None)
         key = path_key(ast.unparse(path)) if path is not None else None
         return {key} if key is not None else set()
@@ -108,15 +108,11 @@ def _held(value: ast.expr, loaded: dict, names) -> set:
     if isinstance(value, (ast.Tuple, ast.List)):
         return set().union(*(_held(e, loaded, names) for e in value.elts)) if value.elts else set()
     if isinstance(value, ast.Call):
-        if _load_keys(value, names):
-            return _load_keys(value, names)  # ``TensorDataset(torch.load("x.pt"), ...)``
-        if _qualified(value, names) in _JOINS and value.args:
+        loaded_here = _load_keys(value, names)
+        if loaded_here:
+            return loaded_here  # ``TensorDataset(torch.load("x.pt"), ...)``
+        if names.qualify_ast(value.func) in _JOINS and value.args:
             return _held(value.args[0], loaded, names)
         if isinstance(value.func, ast.Attribute) and not value.args:
             return _held(value.func.value, loaded, names)  # ``x.float()``, ``x.long()``
     return set()
-
-
-def _qualified(call: ast.Call, names):
-    dotted = ast_dotted_name(call.func)
-    return names.resolve_dotted(dotted) if dotted else None

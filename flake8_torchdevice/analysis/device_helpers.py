@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..ast_helpers import ast_dotted_name, ast_nodes_outside_definitions, ast_parameters
+from ..ast_helpers import ast_nodes_outside_definitions, ast_parameters
 from .flow.words import KEEPING_METHODS
 
 # Tensor methods, and torch functions of the same names, whose result stays on their tensors' device.
@@ -100,8 +100,7 @@ def _call_from(names, call: ast.Call, params: set) -> Optional[set]:
         receiver = _computed_from(names, func.value, params)
         if receiver is not None:
             return receiver
-    dotted = ast_dotted_name(func)
-    qualified = names.resolve_dotted(dotted) if dotted else None
+    qualified = names.qualify_ast(func)
     if qualified is None:
         return None
     head, _, last = qualified.rpartition(".")
@@ -158,6 +157,5 @@ def _is_host(names, expr) -> bool:
         return True
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in _HOST_METHODS and not expr.args:
         return True
-    dotted = ast_dotted_name(expr.func)
-    qualified = names.resolve_dotted(dotted) if dotted else None
+    qualified = names.qualify_ast(expr.func)
     return qualified is not None and qualified.startswith("numpy.")

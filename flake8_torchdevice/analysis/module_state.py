@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 
-from ..ast_helpers import ast_dotted_name
 from .layers import layer_state
 from .modules import is_layer_attribute
 from .vocabulary import FACTORY_NAMES
@@ -63,8 +62,7 @@ def _registers(call: ast.Call, me: str) -> bool:
 def _is_parameter(names, value: ast.expr) -> bool:
     if not isinstance(value, ast.Call):
         return False
-    dotted = ast_dotted_name(value.func)
-    qualified = names.resolve_dotted(dotted) if dotted else None
+    qualified = names.qualify_ast(value.func)
     return qualified is not None and layer_state(qualified) == "parameter"
 
 

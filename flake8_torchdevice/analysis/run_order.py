@@ -21,7 +21,7 @@ import ast
 import copy
 from typing import Optional
 
-from ..ast_helpers import AST_DEFINITIONS, ast_dotted_name, ast_parameters
+from ..ast_helpers import AST_DEFINITIONS, ast_parameters
 from .checkpoints import TORCH_LOADS as LOADS, TORCH_SAVES as SAVES
 from .scripts import called_names
 
@@ -265,8 +265,7 @@ def _called(function: ast.AST, names) -> set:
 
 
 def _qualified(call: ast.Call, names) -> Optional[str]:
-    dotted = ast_dotted_name(call.func)
-    return names.resolve_dotted(dotted) if dotted else None
+    return names.qualify_ast(call.func)
 
 
 def _module_code_events(body: list) -> list:
