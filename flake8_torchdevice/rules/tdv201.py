@@ -49,9 +49,9 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 84.0% (973 of 1159 findings true or latent over the 611
-    held-out projects of 647, with the rules of 2026-12-07, session of 01:56; v136's and v137's first reads 3 of 3
-    each); 83.9% (967 of 1153 over the 587 held-out projects of 623, with the same rules, whose post-hoc changes, a CUDA test inside
+    r"""**On by default.** Precision on held-out user code: 84.2% (990 of 1176 findings true or latent over the 620
+    held-out projects of 656, with the rules of 2026-12-07, session of 01:56; v136's and v137's first reads 3 of 3
+    each, v138's 17 of 17); 83.9% (967 of 1153 over the 587 held-out projects of 623, with the same rules, whose post-hoc changes, a CUDA test inside
     a conjunction and a loaded file handed to a data loader, removed 10 false findings and nothing right; v135's first
     read 15 of 25, false seven prepared data files, two loads under `if args.netD != "" and args.cuda:` and one CUDA-only
     project's restore helper); 82.8% (921 of 1112 findings true or latent over the held-out
