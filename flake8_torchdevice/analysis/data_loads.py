@@ -16,7 +16,7 @@ import ast
 
 from ..ast_helpers import AST_DEFINITIONS, ast_dotted_name
 from .checkpoints import TORCH_LOADS
-from .run_order import path_key
+from .run_order import path_argument, path_key
 
 _DATASETS = ("Dataset", "DataSet")
 _JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack"})
@@ -31,7 +31,7 @@ def loaded_as_data(names) -> frozenset:
 
 
 def _keys(names) -> set:
-    scopes = [[s for s in names.module_body if not isinstance(s, AST_DEFINITIONS)]]
+    scopes = [names.module_body]  # ``_statements`` leaves its definitions out
     scopes += [node.body for stmt in names.module_body for node in ast.walk(stmt)
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     keys: set = set()
@@ -89,13 +89,11 @@ def _feeds_loader(call: ast.Call) -> bool:
     return last[:1].isupper() and (last == "DataLoader" or last.endswith(_DATASETS))
 
 
-def _load_keys(value: ast.expr, names) -> set:
-    """``torch.load(path)`` itself: its path key."""
-    if isinstance(value, ast.Call) and names.qualify_ast(value.func) in TORCH_LOADS:
-        path = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "f"), None)
-        key = path_key(ast.unparse(path)) if path is not None else None
-        return {key} if key is not None else set()
-    return set()
+def _load_keys(call: ast.Call) -> set:
+    """A ``torch.load(path)`` call's path key."""
+    path = path_argument(call, 0)
+    key = path_key(ast.unparse(path)) if path is not None else None
+    return {key} if key is not None else set()
 
 
 def _held(value: ast.expr, loaded: dict, names) -> set:
@@ -108,10 +106,10 @@ def _held(value: ast.expr, loaded: dict, names) -> set:
     if isinstance(value, (ast.Tuple, ast.List)):
         return set().union(*(_held(e, loaded, names) for e in value.elts)) if value.elts else set()
     if isinstance(value, ast.Call):
-        loaded_here = _load_keys(value, names)
-        if loaded_here:
-            return loaded_here  # ``TensorDataset(torch.load("x.pt"), ...)``
-        if names.qualify_ast(value.func) in _JOINS and value.args:
+        qualified = names.qualify_ast(value.func)
+        if qualified in TORCH_LOADS:
+            return _load_keys(value)  # ``x = torch.load(p)``, ``TensorDataset(torch.load("x.pt"), ...)``
+        if qualified in _JOINS and value.args:
             return _held(value.args[0], loaded, names)
         if isinstance(value.func, ast.Attribute) and not value.args:
             return _held(value.func.value, loaded, names)  # ``x.float()``, ``x.long()``

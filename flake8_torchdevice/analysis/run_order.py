@@ -195,11 +195,15 @@ def _body_names(function: ast.AST) -> tuple[set, set]:
     return bound, declared
 
 
+def path_argument(call: ast.Call, position: int) -> Optional[ast.expr]:
+    """The file argument of a save or load call: positional ``position`` (starred ones skipped) or ``f=``."""
+    args = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+    return args[position] if len(args) > position else next((k.value for k in call.keywords if k.arg == "f"), None)
+
+
 def _key(call: ast.Call, position: int, handles: dict, local: set, given: Optional[dict] = None,
          constants: Optional[dict] = None) -> Optional[str]:
-    args = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
-    path = args[position] if len(args) > position else \
-        next((k.value for k in call.keywords if k.arg == "f"), None)
+    path = path_argument(call, position)
     path = _opened(path) or (handles.get(path.id, path) if isinstance(path, ast.Name) else path)
     if path is None or any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(path)):
         return None  # a function's own names may name anything
