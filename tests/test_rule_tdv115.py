@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from flake8_torchdevice.analysis.device_api import misspelled
+from flake8_torchdevice.analysis.device_api import device_slip, misspelled
 from flake8_torchdevice.engine import check_source
 from flake8_torchdevice.fixes import fix_source
 from flake8_torchdevice.rules.tdv115 import MisspelledDeviceApi
@@ -77,3 +77,32 @@ def test_the_unsafe_fix_writes_the_real_name_and_leaves_imports_alone():
     assert fix_source(source, unsafe=True) == (
         "import torch\nfrom torch.cuda import empty_cahce\nok = torch.cuda.is_available()\n")
     assert fix_source(source) == source  # unsafe: not applied without --unsafe-fixes
+
+
+@pytest.mark.parametrize(("word", "slip"), [
+    ("dev", True), ("devic", True), ("Device", True), ("devcie", True), ("devices", True),
+    ("dvice", False), ("deivce", False),  # a slip in the first three letters: not read (TDV115's NEEDS)
+    ("device", False), ("divide", False),  # torch's own names
+    ("divde", False),  # nearer divide: not a device
+    ("de", False), ("dev_id", False), ("devnull", False), ("device_ids", False), ("develop", False),
+])
+def test_what_is_a_slip_of_device(word, slip):
+    assert device_slip(word) is slip
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("import torch\nd = torch.dev('cpu')\n", [2]),
+    ("import torch as th\nx = th.zeros(3, dev='cpu')\n", [2]),
+    ("from torch import ones_like\nimport torch\nx = ones_like(torch.ones(2), devcie='cpu')\n", [3]),
+    ("import torch\nd = torch.Device('cpu')\nx = torch.hann_window(8, devices=d)\n", [2, 3]),
+    # Not torch's: another object's attribute, another call's keyword, a name the file installs.
+    ("import torch\nclass G:\n    def to(self, dev=None): return self\nG().to(dev='cpu')\nx = G().dev\n", []),
+    ("import torch\ntorch.dev = torch.device\nd = torch.dev('cpu')\n", []),
+])
+def test_device_itself_misspelled(source, expected):
+    assert lines(source) == expected
+
+
+def test_the_unsafe_fix_spells_device():
+    source = "import torch\nd = torch.dev('cpu')\nx = torch.zeros(3, dev=d)\n"
+    assert fix_source(source, unsafe=True) == "import torch\nd = torch.device('cpu')\nx = torch.zeros(3, device=d)\n"

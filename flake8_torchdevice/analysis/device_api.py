@@ -3,7 +3,8 @@
 Every name ``dir()`` lists, and every submodule, of ``torch.cuda``, ``torch.mps`` and
 ``torch.backends.mps`` in torch 2.13 (names only). A name read from one of these modules that is
 not here, but is one or two typing slips from one that is, raises ``AttributeError`` (or
-``ImportError``) on every machine.
+``ImportError``) on every machine. ``device_slip`` reads the one word of ``torch``'s own top level that
+code misspells this way, ``device`` (``torch.dev``, a factory's ``dev=``).
 """
 
 from __future__ import annotations
@@ -109,3 +110,22 @@ def _slips(a: str, b: str) -> int:
                 row[j] = min(row[j], previous2[j - 2] + 1)
         previous2, previous = previous, row
     return min(previous[-1], 3)
+
+
+# torch's top-level names within two slips of "device" (torch 2.13; its top level has thousands, no
+# other is that near): a slip of "device" read from ``torch`` or given as a factory's keyword is neither.
+_NEAR_DEVICE = frozenset({"device", "divide"})
+
+
+def device_slip(word: str) -> bool:
+    """Is ``word`` "device" misspelled, as torch has no such name or keyword: cut short (``dev``,
+    ``devic``), one or two slips after its first three letters (``devcie``, ``devices``), or capitalised
+    (``Device``)? Not ``device`` itself, nor a word nearer torch's ``divide``. A slip in the first three
+    letters (``dvice``) is not read: TDV115's selection keeps code by the words that hold ``dev``."""
+    lowered = word.lower()
+    if word in _NEAR_DEVICE or not lowered.startswith("dev"):
+        return False
+    if len(lowered) >= 3 and "device".startswith(lowered):
+        return True
+    distance = _slips(lowered, "device")
+    return distance <= (1 if len(lowered) == 6 else 2) and _slips(lowered, "divide") > distance

@@ -37,7 +37,7 @@ COMBINE_FUNCS = frozenset(
     mul multiply div divide true_divide floor_divide remainder fmod pow maximum minimum max min
     eq ne lt le gt ge matmul mm bmm dot einsum masked_select gather index_select logical_and
     logical_or logical_xor bitwise_and bitwise_or bitwise_xor atan2 lerp cdist outer searchsorted
-    bucketize isin index_add scatter scatter_add take_along_dim cross allclose isclose""".split()
+    bucketize isin index_add scatter scatter_add take_along_dim cross allclose isclose stft istft""".split()
 )
 # torch functions that return no tensor (or one that is not on the inputs' device).
 TORCH_NON_TENSOR = frozenset(
@@ -52,7 +52,7 @@ COMBINE_METHODS = frozenset(
     minimum matmul mm bmm dot masked_fill masked_select masked_scatter index_add index_copy
     index_fill index_put scatter scatter_add scatter_reduce gather where logical_and logical_or
     logical_xor bitwise_and bitwise_or bitwise_xor atan2 lerp outer cross index_select take
-    take_along_dim index_reduce isclose allclose""".split()
+    take_along_dim index_reduce isclose allclose stft istft""".split()
 )
 # In-place methods that do not combine devices (copy_ copies across devices).
 NOT_COMBINING_INPLACE = frozenset("copy_ set_ requires_grad_ share_memory_ resize_ resize_as_ fill_ zero_".split())
@@ -62,7 +62,8 @@ GROWS_DIMS = frozenset(
 )
 # Keywords that carry tensor operands (dim=, k=, generator= ... do not).
 TENSOR_KEYWORDS = frozenset(
-    "input other index src source mask value values indices tensor tensors condition weight pos_weight target".split()
+    "input other index src source mask value values indices tensor tensors condition weight pos_weight target window"
+    .split()
 )
 # Members that only a tensor has (not device/dtype/to/cuda: modules and
 # accelerators have those too): reading one says the value is a tensor.

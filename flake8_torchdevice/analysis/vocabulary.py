@@ -18,7 +18,8 @@ FACTORY_NAMES = frozenset(
     """zeros ones empty full tensor as_tensor asarray arange range linspace logspace
     eye rand randn randint randperm from_numpy empty_strided scalar_tensor
     tril_indices triu_indices frombuffer Tensor FloatTensor DoubleTensor HalfTensor
-    BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor""".split()
+    BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor
+    hann_window hamming_window blackman_window bartlett_window kaiser_window""".split()
 )
 QUALIFIED_FACTORIES = frozenset(f"torch.{name}" for name in FACTORY_NAMES)
 # Predicates of a device's presence: tested as a truth value uncalled, each is a function, always true (TDV114).

@@ -6,7 +6,8 @@ import io
 import re
 import tokenize
 from .._lazy import cst
-from ..analysis.device_api import misspelled
+from ..analysis.device_api import device_slip, misspelled
+from ..analysis.vocabulary import factory_name
 from ..names import dotted_name
 from ..rule import Fix, Rule
 
@@ -20,11 +21,20 @@ class MisspelledDeviceApi(Rule):
     recall batch 92 (a reading-embedding project whose training script, model script and notebook all
     asked `torch.cuda.isavalable()`).
 
+    Also flags `torch.device` misspelled where it is read from `torch` (`torch.dev("cpu")`,
+    `torch.Device(...)`, `torch.devcie`) and the `device=` keyword misspelled in a torch factory call
+    (`torch.zeros(n, dev=x.device)`, `torch.ones_like(t, devcie=d)`; the factories of
+    TDV502's list, `torch.hann_window` and its kin, and the `*_like` ones): the word cut short (`dev`,
+    `devic`), one or two slips after its first three letters (`devices`, `devcie`), or capitalised. Post-hoc,
+    from two held-out fixes of recall batches 98 and 99 (a graph-visualisation helper's `torch.zeros(n,
+    dev=...)`, which an earlier fix had introduced, and a script whose CPU branch asked `torch.dev("cpu")`).
+
     ## Why is this bad?
     The module has no such attribute, so the line raises `AttributeError` (an import of it,
     `ImportError`) on every machine, with or without a GPU. When the line is a device check at the top
     of a script, nothing runs at all; when it sits in a rarely taken branch (a resume, an evaluation, a
-    fallback), the crash waits for that branch, hours into a run.
+    fallback), the crash waits for that branch, hours into a run. A factory given a keyword it does not
+    take (`dev=`) raises `TypeError` the same way, on every machine.
 
     ## Example
     ```python
@@ -37,39 +47,66 @@ class MisspelledDeviceApi(Rule):
     ```
 
     ## Fix safety
-    Unsafe: where one name is closest, the fix writes it (`is_available`). That is what the code means,
-    but it changes what the code does: a line that always raised starts to run, and the code after it
+    Unsafe: where one name is closest, the fix writes it (`is_available`; `torch.device`, `device=`). That is what
+    the code means, but it changes what the code does: a line that always raised starts to run, and the code after it
     with it. A misspelled import is reported without a fix: its uses in the file would need it too.
 
     ## When it does not report
     - a name torch 2.13 has, or a submodule (`torch.cuda.comm`, `torch.cuda.nvtx`), or a private name;
     - a name more than two slips from every real one, two mistyped letters of a word of the same length
-      (`is_fp16_supported`), a change of digits, or a name of under four letters: another API, not a slip;
+      (`is_fp16_supported`), a change of digits, or a name of under four letters (but `torch.dev`, above): another
+      API, not a slip;
     - a name the file assigns (`torch.cuda.is_fp16_supported = ...`, a patch that installs it) or spells
       in a string (`hasattr(torch.cuda, "is_fp16_supported")`): the code knows the name may be missing;
-    - another object's attribute (`self.cuda.isavalable`), and modules other than the three above.
+    - another object's attribute (`self.cuda.isavalable`), and modules other than the three above;
+    - `torch.device`, `torch.divide` and words nearer `divide` than `device` (`torch.divde`), a slip in the
+      first three letters (`dvice`: the rule's selection keeps code by the words holding `dev`), words that only
+      start with `dev` (`dev_id`, `devnull`, `device_ids`), and a misspelled keyword of any call but a torch
+      factory (`model.to(dev=d)` of a class that may take it).
 
     ## The error torch raises
     On every machine, CPU-only build and GPU alike:
 
     ```
     AttributeError: module 'torch.cuda' has no attribute 'isavalable'
+    AttributeError: module 'torch' has no attribute 'dev'
+    TypeError: zeros() got an unexpected keyword argument 'dev'
     ```
     """
 
     CODE = "TDV115"
     NAME = "misspelled-device-api"
-    SUMMARY = "a misspelled `torch.cuda` / `torch.mps` name (`torch.cuda.isavalable()`) that raises on every machine"
+    SUMMARY = ("a misspelled `torch.cuda` / `torch.mps` name (`torch.cuda.isavalable()`), `torch.device` or `device=`"
+               " that raises on every machine")
     MESSAGE = "{module} has no attribute '{attr}', so this line raises {error} on every machine; {hint}"
     FIX = "unsafe"
-    NEEDS = {"cuda", "mps"}
+    KEYWORD_MESSAGE = (
+        "{function}() takes no keyword '{keyword}', so this line raises TypeError on every machine; "
+        "did you mean device=?"
+    )
+    NEEDS = {"cuda", "mps", "*dev"}  # ``*dev``: a slip of ``device`` keeps its start (``dev``, ``devcie``)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         qualified = self.names.qualify(node)
         if qualified is None:
             return
         module, _, attr = qualified.rpartition(".")
+        if module == "torch" and device_slip(attr) and not self._installed(attr):
+            hint = "did you mean torch.device?"
+            message = self.MESSAGE.format(module=module, attr=attr, error="AttributeError", hint=hint)
+            self.report(node, message, fix=Fix(_renamer("device")) if attr == node.attr.value else None)
+            return
         self._check(node, module, attr, "AttributeError", fixable=attr == node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """``torch.zeros(n, dev=x.device)``: a factory takes ``device=``, and no other spelling of it."""
+        function = factory_name(self.names, node) or _like_factory(self.names.qualify(node.func))
+        if function is None:
+            return
+        for arg in node.args:
+            if arg.keyword is not None and device_slip(arg.keyword.value):
+                message = self.KEYWORD_MESSAGE.format(function=function, keyword=arg.keyword.value)
+                self.report(arg, message, fix=Fix(_keyword_renamer("device")))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
@@ -104,6 +141,22 @@ class MisspelledDeviceApi(Rule):
             if token.type not in (tokenize.COMMENT, tokenize.STRING):
                 code.append(token.string)
         return assigned.search(" ".join(code).replace(" . ", ".")) is not None
+
+
+def _like_factory(qualified: "str | None") -> "str | None":
+    """``torch.zeros_like`` and its kin, which take ``device=`` too."""
+    return qualified if qualified in _LIKE_FACTORIES else None
+
+
+_LIKE_FACTORIES = frozenset(
+    f"torch.{kind}_like" for kind in ("zeros", "ones", "empty", "full", "rand", "randn", "randint")
+)
+
+
+def _keyword_renamer(name: str):
+    def rename(node: cst.Arg) -> cst.Arg:
+        return node.with_changes(keyword=cst.Name(name))
+    return rename
 
 
 def _renamer(name: str):

@@ -49,7 +49,8 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     under any alias, from `torch.nn.Module` (or any `torch.nn` module class, or a class of the
     same file that does) or from `torchmetrics.Metric` -- `torch.zeros`, `ones`, `empty`,
     `full`, `tensor`, `as_tensor`, `arange`, `linspace`, `eye`, `rand*`, `randn*`,
-    `from_numpy`, the legacy `torch.FloatTensor(...)` family, spelled `torch.zeros`,
+    `from_numpy`, the legacy `torch.FloatTensor(...)` family, the window functions (`torch.hann_window`, ...),
+    spelled `torch.zeros`,
     `th.zeros`, `from torch import zeros`, or followed by dtype/shape methods
     (`torch.zeros(3).long()`) -- when another method of the class makes that attribute
     **meet a tensor that moves with the module**: an operand of arithmetic or a comparison

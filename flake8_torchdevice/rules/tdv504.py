@@ -25,7 +25,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     `torch.arange(n)`, `torch.ones(n, n).tril()`, `torch.tensor([...])`, ...) whose result
     then meets the method's input in an operation that needs one device: arithmetic or a
     comparison (`x + pad`, `positions < lengths[:, None]`), an in-place op on either side,
-    `masked_fill`/`index_add_`/`gather` and similar methods, `torch.cat`/`stack`/`where`, or
+    `masked_fill`/`index_add_`/`gather` and similar methods, `torch.cat`/`stack`/`where`, an analysis window
+    handed to `torch.stft`/`istft` with the input (`window=torch.hann_window(n)`; post-hoc, from a held-out fix of
+    recall batch 100, an STFT front end's forward), or
     indexing one with the other in an assignment, or reading the CPU tensor through a mask of the
     input written as a comparison (`torch.arange(n)[scores > 0]`; a 0-dim index such as
     `x.argmax()` is read as a number and not flagged). Also when the CPU tensor is handed to one
@@ -160,6 +162,12 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     ```
     RuntimeError: Tensor on device meta is not on the expected device cpu!
     RuntimeError: Tensor on device cpu is not on the expected device meta!
+    ```
+
+    `torch.stft` checks its window first, on any device:
+
+    ```
+    RuntimeError: stft input and window must be on the same device but got self on meta and window on cpu
     ```
 
     The `.cuda()` form, on a machine without CUDA (a CPU-only build; a CUDA build without a GPU
