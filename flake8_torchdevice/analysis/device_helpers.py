@@ -127,6 +127,7 @@ def returns_host_values(names, function: str) -> bool:
     module's docstring)? False for a generator or anything not known to be one."""
     cache = names.facts.setdefault("returns_host_values", {})
     if function not in cache:
+        cache[function] = False  # a function reached again while it is read (recursion) is no host value
         node = names.definition(function)
         cache[function] = isinstance(node, ast.FunctionDef) and _all_host_returns(names, node)
     return cache[function]
@@ -139,23 +140,44 @@ def _all_host_returns(names, node: ast.FunctionDef) -> bool:
             return False
         if isinstance(sub, ast.Return):
             returns.append(sub.value)
-    return bool(returns) and all(value is not None and _is_host(names, value) for value in returns)
+    return bool(returns) and all(value is not None and _is_host(names, value, node) for value in returns)
 
 
-def _is_host(names, expr) -> bool:
+def _is_host(names, expr, function: Optional[ast.FunctionDef] = None, depth: int = 0) -> bool:
     if isinstance(expr, ast.Constant):
         return isinstance(expr.value, (int, float, str))
+    if isinstance(expr, ast.Name) and function is not None and depth < 3:
+        # ``metric = calc_batch_metric(output, target)`` ... ``return loss.item(), metric``: a local bound once,
+        # to a host value (post-hoc, from v139's first read)
+        bound = _bound_once(function, expr.id)
+        return bound is not None and _is_host(names, bound, function, depth + 1)
     if isinstance(expr, (ast.Tuple, ast.List)):
-        return all(_is_host(names, element) for element in expr.elts)
+        return all(_is_host(names, element, function, depth) for element in expr.elts)
     if isinstance(expr, ast.UnaryOp):
-        return _is_host(names, expr.operand)
+        return _is_host(names, expr.operand, function, depth)
     if isinstance(expr, ast.BinOp):
-        return _is_host(names, expr.left) and _is_host(names, expr.right)
+        return _is_host(names, expr.left, function, depth) and _is_host(names, expr.right, function, depth)
     if not isinstance(expr, ast.Call):
         return False
     if isinstance(expr.func, ast.Name) and expr.func.id in _HOST_BUILTINS and names.definition(expr.func.id) is None:
         return True
+    if isinstance(expr.func, ast.Name) and isinstance(names.definition(expr.func.id), ast.FunctionDef):
+        return returns_host_values(names, expr.func.id)  # a function of this file that answers on the host
     if isinstance(expr.func, ast.Attribute) and expr.func.attr in _HOST_METHODS and not expr.args:
         return True
     qualified = names.qualify_ast(expr.func)
     return qualified is not None and qualified.startswith("numpy.")
+
+
+def _bound_once(function: ast.FunctionDef, name: str) -> Optional[ast.expr]:
+    """The value a local of ``function`` (no parameter) is bound to by its one binding, a plain assignment; None
+    if it is bound otherwise (a loop target, an augmented assignment, twice) or not at all."""
+    if name in ast_parameters(function):
+        return None
+    values = []
+    for sub in _own_nodes(function):
+        if isinstance(sub, ast.Name) and sub.id == name and not isinstance(sub.ctx, ast.Load):
+            values.append(sub)
+    assigned = [sub for sub in _own_nodes(function) if isinstance(sub, ast.Assign) and len(sub.targets) == 1
+                and isinstance(sub.targets[0], ast.Name) and sub.targets[0].id == name]
+    return assigned[0].value if len(values) == 1 and len(assigned) == 1 else None
