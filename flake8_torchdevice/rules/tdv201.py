@@ -49,8 +49,10 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 84.1% (996 of 1184 findings true or latent over the 631
-    held-out projects of 667, with the rules of 2026-12-07, session of 04:24; v139's first read 6 of 8: EfficientNet
+    r"""**On by default.** Precision on held-out user code: 84.1% (997 of 1186 findings true or latent over the 643
+    held-out projects of 679, with the rules of 2026-12-07, session of 04:24; v140's first read 1 of 2: true, a CPU test
+    script loading what training saved from `cuda:0`; false, the resume of a script whose every forward sends its batch
+    with an unguarded `.cuda()` in another function; v139's first read 6 of 8: EfficientNet
     scripts' resumes and a tracker's Lightning checkpoints beside CPU or MPS fallbacks, and an ImageNet example's
     per-process resume; false, a script's published backbone weights and the best model an imported training
     function has just saved); 84.2% (990 of 1176 findings true or latent over the 620
