@@ -106,3 +106,15 @@ def test_device_itself_misspelled(source, expected):
 def test_the_unsafe_fix_spells_device():
     source = "import torch\nd = torch.dev('cpu')\nx = torch.zeros(3, dev=d)\n"
     assert fix_source(source, unsafe=True) == "import torch\nd = torch.device('cpu')\nx = torch.zeros(3, device=d)\n"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # Evaluated when the def runs: a parameter's annotation without postponed annotations.
+    ("import torch\ndef f(device: torch.Device = None):\n    return device\n", [2]),
+    # Never evaluated: postponed annotations, and a local variable's annotation.
+    ("from __future__ import annotations\nimport torch\ndef f(device: torch.Device = None) -> torch.Device:\n"
+     "    return device\n", []),
+    ("import torch\ndef f():\n    d: torch.Device = torch.device('cpu')\n    return d\n", []),
+])
+def test_annotations_python_never_evaluates_are_not_reported(source, expected):
+    assert lines(source) == expected

@@ -62,7 +62,11 @@ class MisspelledDeviceApi(Rule):
     - `torch.device`, `torch.divide` and words nearer `divide` than `device` (`torch.divde`), a slip in the
       first three letters (`dvice`: the rule's selection keeps code by the words holding `dev`), words that only
       start with `dev` (`dev_id`, `devnull`, `device_ids`), and a misspelled keyword of any call but a torch
-      factory (`model.to(dev=d)` of a class that may take it).
+      factory (`model.to(dev=d)` of a class that may take it);
+    - a name in an annotation Python never evaluates: every annotation of a module that imports `from __future__
+      import annotations`, and a local variable's (`d: torch.Device = ...` in a function); a parameter's annotation
+      without that import runs when the `def` does and is reported (post-hoc, from torch's own sources, whose
+      postponed annotations write `torch.Device`).
 
     ## The error torch raises
     On every machine, CPU-only build and GPU alike:
@@ -86,7 +90,36 @@ class MisspelledDeviceApi(Rule):
     )
     NEEDS = {"cuda", "mps", "*dev"}  # ``*dev``: a slip of ``device`` keeps its start (``dev``, ``devcie``)
 
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._functions = 0  # depth of ``def``s: a local variable's annotation is never evaluated
+        self._unevaluated = 0  # depth of annotations Python never evaluates
+        self._postponed = _POSTPONED.search(context.source) is not None  # ``from __future__ import annotations``
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions += 1
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions -= 1
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._local_annotation = self._functions > 0
+
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        """``device: torch.Device``: typing that runs nowhere where annotations are postponed, or for a local."""
+        local = self._functions > 0 and getattr(self, "_local_annotation", False)
+        self._unevaluated += self._postponed or local
+
+    def leave_Annotation(self, node: cst.Annotation) -> None:
+        local = self._functions > 0 and getattr(self, "_local_annotation", False)
+        self._unevaluated -= self._postponed or local
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._local_annotation = False
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._unevaluated:
+            return
         qualified = self.names.qualify(node)
         if qualified is None:
             return
@@ -128,8 +161,9 @@ class MisspelledDeviceApi(Rule):
 
     def _installed(self, attr: str) -> bool:
         """The file assigns the name or spells it in a string (``hasattr(torch.cuda, "x")``,
-        ``patch("torch.cuda.x")``): it may be installed, or is checked for. Comments do not count."""
-        assigned = re.compile(rf"\.{re.escape(attr)}\s*=(?!=)")
+        ``patch("torch.cuda.x")``): it may be installed, or is checked for. Comments do not count, nor a
+        parameter's annotation and default (``device: torch.Device = None``): an assignment starts its statement."""
+        assigned = re.compile(rf"(?:^|[;\n])\s*[\w.]*\.{re.escape(attr)}\s*=(?!=)")
         try:
             tokens = list(tokenize.generate_tokens(io.StringIO(self.context.source).readline))
         except (tokenize.TokenError, SyntaxError):
@@ -138,9 +172,14 @@ class MisspelledDeviceApi(Rule):
         for token in tokens:
             if token.type == tokenize.STRING and re.search(rf"\b{re.escape(attr)}\b", token.string):
                 return True
-            if token.type not in (tokenize.COMMENT, tokenize.STRING):
+            if token.type in (tokenize.NEWLINE, tokenize.NL):
+                code.append("\n")
+            elif token.type not in (tokenize.COMMENT, tokenize.STRING):
                 code.append(token.string)
         return assigned.search(" ".join(code).replace(" . ", ".")) is not None
+
+
+_POSTPONED = re.compile(r"^from\s+__future__\s+import\s+[^#\n]*\bannotations\b", re.MULTILINE)
 
 
 def _like_factory(qualified: "str | None") -> "str | None":
