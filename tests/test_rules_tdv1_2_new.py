@@ -1598,3 +1598,25 @@ def test_tdv201_an_uncalled_availability_check_is_no_cpu_path(choice, lines):
         "model.load_state_dict(torch.load(CHECKPOINT))\n"
     )
     assert found(source, TorchLoadWithoutMapLocation) == lines
+
+
+_OPTION = ("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n{add}\nargs = parser.parse_args()\n"
+           "{use}\n")
+
+
+@pytest.mark.parametrize(("add", "use", "expected"), [
+    ('parser.add_argument("--device", default="gpu")', "x = torch.zeros(2).to(args.device)", [4]),
+    ('parser.add_argument("--device", type=str, default="GPU")', "d = torch.device(args.device)", [4]),
+    ('parser.add_argument("--device", default="gpu")', "x = torch.zeros(2, device=args.device)", [4]),
+    # The value is checked, converted or rebound before torch reads it; or never read as a device.
+    ('parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])',
+     "x = torch.zeros(2).to(args.device)", []),
+    ('parser.add_argument("--device", type=pick, default="gpu")', "x = torch.zeros(2).to(args.device)", []),
+    ('parser.add_argument("--device", default="gpu")',
+     'args.device = "cuda" if args.device == "gpu" else "cpu"\nx = torch.zeros(2).to(args.device)', []),
+    ('parser.add_argument("--device", default="gpu")', 'use_gpu = args.device == "gpu"', []),
+    ('parser.add_argument("--device", default="cuda")', "x = torch.zeros(2).to(args.device)", []),
+    ('parser.add_argument("--gpu", default="gpu")', "x = torch.zeros(2).to(args.gpu)", []),
+])
+def test_tdv106_an_option_default_read_as_a_device(add, use, expected):
+    assert found(_OPTION.format(add=add, use=use), InvalidDeviceType) == expected

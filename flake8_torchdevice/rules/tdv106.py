@@ -7,6 +7,7 @@ from typing import Optional
 
 from .._lazy import cst
 from ..analysis.code import argument, string_value, subtree
+from ..analysis.device_options import device_option_reads
 from ..rule import Fix, Rule
 
 # The device types of torch's parser (torch 2.13's message lists them), lower case.
@@ -42,6 +43,12 @@ class InvalidDeviceType(Rule):
     The leading text of a template counts when it holds the type: `"gpu:%d" % rank`,
     `"gpu:{}".format(rank)`, `f"gpu:{rank}"`.
 
+    Also the default of a script's `--device` option (`parser.add_argument("--device", default="gpu")`, with no
+    `choices=` and no converter but `type=str`) when the file hands the option to torch as a device
+    (`model.to(args.device)`, `torch.device(args.device)`, `device=args.device`) and never rebinds it: every run
+    without the option fails. Reported at the default (post-hoc, from recall batch 103's `policy.to(args.device)`;
+    the recall list counts it as found away from that fix, which changed the use).
+
     ## Why is this bad?
     The string is parsed when the line runs, on every machine. Code that picks the GPU only
     when one is there (`if torch.cuda.is_available(): device = torch.device("gpu:0")`) passes
@@ -72,8 +79,10 @@ class InvalidDeviceType(Rule):
     - other misspellings torch also rejects, which no word of the source gives away cheaply: an
       index that is not a number (`"cuda:x"`), a template glued to its index (`f"cuda{rank}"`),
       mixed case (`"cUDA"`);
-    - strings that are not read as a device (`args.device = "gpu"`, an option of the
-      program's own, `"GPU"` as a label), and names or attributes that hold a string;
+    - strings that are not read as a device (`args.device = "gpu"`, `"GPU"` as a label), and names or attributes
+      that hold a string; an option's default where the option is not named `--device`, lists its `choices`, has a
+      converter of the script's own (`type=pick_device`), is rebound before use (`args.device = torch.device(...)`)
+      or is never handed to torch as a device (`use_gpu = args.device == "gpu"`);
     - a template whose type is itself a placeholder (`f"{kind}:{rank}"`).
 
     ## The error torch raises
@@ -97,10 +106,17 @@ class InvalidDeviceType(Rule):
     NEEDS = [{"*gpu"} | _CAPITALISED | _GLUED_WORDS | _SPACED_WORDS, {"device", ".to("}]
     TOGETHER = True
 
+    OPTION_MESSAGE = (
+        "{text!r}, the default of --device, is no torch device: {why}; the option reaches torch as a device at line "
+        "{line}, which raises whenever the option is not given"
+    )
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         qualified = self.names.qualify(func) or ""
-        if qualified == "torch.device":
+        if isinstance(func, cst.Attribute) and func.attr.value == "add_argument":
+            self._check_option(node)
+        elif qualified == "torch.device":
             self._check(argument(node, 0, "type"))
         elif isinstance(func, cst.Attribute) and func.attr.value == "to":
             self._check(argument(node, 0, "device"))
@@ -124,6 +140,27 @@ class InvalidDeviceType(Rule):
             fix = Fix(lambda node: node.with_changes(value=new) if isinstance(node, cst.SimpleString) else node)
         shown = text if whole else text + "..."  # the literal start of a template
         self.report(arg.value, self.MESSAGE.format(text=shown, why=why), fix=fix)
+
+    def _check_option(self, call: cst.Call) -> None:
+        """``parser.add_argument("--device", default="gpu")`` whose ``args.device`` the file hands to torch as a
+        device, and never rebinds: the default is read as written (post-hoc, from recall batch 103's
+        ``policy.to(args.device)``). Only an option named ``--device``: the word the selection keeps it by."""
+        names = [string_value(arg.value) for arg in call.args
+                 if arg.keyword is None and isinstance(arg.value, cst.SimpleString)]
+        if "--device" not in names or any(arg.keyword and arg.keyword.value in ("choices", "dest")
+                                          for arg in call.args):
+            return
+        kind = argument(call, None, "type")
+        if kind is not None and not (isinstance(kind.value, cst.Name) and kind.value.value == "str"):
+            return  # a converter of the script's own may map the default
+        default = argument(call, None, "default")
+        text = _literal(default.value) if default is not None else None
+        why = _diagnose(text, True)[0] if text is not None else None
+        if why is None:
+            return
+        lines = device_option_reads(self.context.source).get("device")
+        if lines:
+            self.report(default.value, self.OPTION_MESSAGE.format(text=text, why=why, line=lines[0]))
 
 
 def _leading_text(expr: cst.BaseExpression) -> Optional[tuple[str, bool]]:
