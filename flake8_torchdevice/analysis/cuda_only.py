@@ -69,6 +69,8 @@ def cuda_throughout(names) -> bool:
     ``device`` parameter without a CUDA default): its helpers serve code that runs where a GPU is (a BigGAN-style
     ``utils.py`` whose ``load_weights(root)`` sits beside ``device="cuda"`` factories)."""
     found = names.facts.get("cuda_throughout")
+    if found is None and names.words is not None and not any("cuda" in word for word in names.words):
+        found = names.facts["cuda_throughout"] = False  # a placement on CUDA spells the word (``.cuda(``, "cuda:0")
     if found is None:
         statements = [node for stmt in names.module_body for node in ast.walk(stmt) if isinstance(node, ast.stmt)]
         found = names.facts["cuda_throughout"] = any(_places_itself(stmt) for stmt in statements) and not any(

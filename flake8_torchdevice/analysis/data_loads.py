@@ -31,6 +31,8 @@ def loaded_as_data(names) -> frozenset:
 
 
 def _keys(names) -> set:
+    if names.words is not None and not any(word == "DataLoader" or word.endswith(_DATASETS) for word in names.words):
+        return set()  # no scope calls a data loader or a dataset class: nothing is fed to one
     scopes = [names.module_body]  # ``_statements`` leaves its definitions out
     scopes += [node.body for stmt in names.module_body for node in ast.walk(stmt)
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
