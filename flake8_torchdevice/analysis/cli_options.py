@@ -19,7 +19,7 @@ def hands_options_away(source: str) -> bool:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    spaces = _namespaces(tree)
+    spaces = option_namespaces(tree)
     if not spaces:
         return False
     imported, star = _imported_names(tree)
@@ -33,7 +33,7 @@ def hands_options_away(source: str) -> bool:
     )
 
 
-def _namespaces(tree: ast.AST) -> set[str]:
+def option_namespaces(tree: ast.AST) -> set[str]:
     """Names bound to the parsed options: ``args = parser.parse_args()``, ``opt, _ =
     parser.parse_known_args()``, ``args = parse_args()``."""
     names = set()

@@ -125,7 +125,7 @@ def device_slip(word: str) -> bool:
     lowered = word.lower()
     if word in _NEAR_DEVICE or not lowered.startswith("dev"):
         return False
-    if len(lowered) >= 3 and "device".startswith(lowered):
+    if "device".startswith(lowered):
         return True
     distance = _slips(lowered, "device")
     return distance <= (1 if len(lowered) == 6 else 2) and _slips(lowered, "divide") > distance

@@ -174,10 +174,11 @@ def _bound_once(function: ast.FunctionDef, name: str) -> Optional[ast.expr]:
     if it is bound otherwise (a loop target, an augmented assignment, twice) or not at all."""
     if name in ast_parameters(function):
         return None
-    values = []
+    stores, assigned = 0, []
     for sub in _own_nodes(function):
         if isinstance(sub, ast.Name) and sub.id == name and not isinstance(sub.ctx, ast.Load):
-            values.append(sub)
-    assigned = [sub for sub in _own_nodes(function) if isinstance(sub, ast.Assign) and len(sub.targets) == 1
-                and isinstance(sub.targets[0], ast.Name) and sub.targets[0].id == name]
-    return assigned[0].value if len(values) == 1 and len(assigned) == 1 else None
+            stores += 1
+        elif isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name) \
+                and sub.targets[0].id == name:
+            assigned.append(sub.value)
+    return assigned[0] if stores == 1 and len(assigned) == 1 else None

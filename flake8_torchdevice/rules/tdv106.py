@@ -145,9 +145,9 @@ class InvalidDeviceType(Rule):
         """``parser.add_argument("--device", default="gpu")`` whose ``args.device`` the file hands to torch as a
         device, and never rebinds: the default is read as written (post-hoc, from recall batch 103's
         ``policy.to(args.device)``). Only an option named ``--device``: the word the selection keeps it by."""
-        names = [string_value(arg.value) for arg in call.args
+        flags = [string_value(arg.value) for arg in call.args
                  if arg.keyword is None and isinstance(arg.value, cst.SimpleString)]
-        if "--device" not in names or any(arg.keyword and arg.keyword.value in ("choices", "dest")
+        if "--device" not in flags or any(arg.keyword and arg.keyword.value in ("choices", "dest")
                                           for arg in call.args):
             return
         kind = argument(call, None, "type")
@@ -158,7 +158,7 @@ class InvalidDeviceType(Rule):
         why = _diagnose(text, True)[0] if text is not None else None
         if why is None:
             return
-        lines = device_option_reads(self.context.source).get("device")
+        lines = device_option_reads(self.names).get("device")
         if lines:
             self.report(default.value, self.OPTION_MESSAGE.format(text=text, why=why, line=lines[0]))
 

@@ -93,7 +93,8 @@ class MisspelledDeviceApi(Rule):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._functions = 0  # depth of ``def``s: a local variable's annotation is never evaluated
-        self._unevaluated = 0  # depth of annotations Python never evaluates
+        self._local_annotation = False  # inside an ``x: T = ...`` of a function
+        self._annotations: list[bool] = []  # per open annotation: does Python never evaluate it?
         self._postponed = _POSTPONED.search(context.source) is not None  # ``from __future__ import annotations``
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -105,20 +106,18 @@ class MisspelledDeviceApi(Rule):
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._local_annotation = self._functions > 0
 
-    def visit_Annotation(self, node: cst.Annotation) -> None:
-        """``device: torch.Device``: typing that runs nowhere where annotations are postponed, or for a local."""
-        local = self._functions > 0 and getattr(self, "_local_annotation", False)
-        self._unevaluated += self._postponed or local
-
-    def leave_Annotation(self, node: cst.Annotation) -> None:
-        local = self._functions > 0 and getattr(self, "_local_annotation", False)
-        self._unevaluated -= self._postponed or local
-
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._local_annotation = False
 
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        """``device: torch.Device``: typing that runs nowhere where annotations are postponed, or for a local."""
+        self._annotations.append(self._postponed or self._local_annotation)
+
+    def leave_Annotation(self, node: cst.Annotation) -> None:
+        self._annotations.pop()
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if self._unevaluated:
+        if any(self._annotations):
             return
         qualified = self.names.qualify(node)
         if qualified is None:
