@@ -344,9 +344,9 @@ def assigned_call_lines(tree: ast.Module, source_lines: list[str]) -> frozenset[
 
 
 def displayed_attribute_lines(tree: ast.Module) -> frozenset[int]:
-    """The lines of each assignment of a list, tuple or dict display, or of a list or dict
-    comprehension, to an attribute (``self.layers = [nn.Linear(4, 4) for _ in range(3)]``,
-    ``self.heads = {}``), directly or through a plain name bound to one earlier in the file
+    """The lines of each assignment of a list, tuple or dict display, of a list or dict
+    comprehension, or of an empty ``list()`` / ``dict()``, to an attribute (``self.layers = [nn.Linear(4, 4) for _
+    in range(3)]``, ``self.heads = {}``), directly or through a plain name bound to one earlier in the file
     (``layers = []`` ... ``self.layers = layers``): ``Rule.DISPLAYED``'s necessary condition. One
     pass in source order; a name is not tied to its function, which only keeps more."""
     found: set[int] = set()
@@ -355,7 +355,7 @@ def displayed_attribute_lines(tree: ast.Module) -> frozenset[int]:
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if isinstance(node.value, _DISPLAYS):
+        if isinstance(node.value, _DISPLAYS) or _empty_container(node.value):
             displayed.update(target.id for target in targets if isinstance(target, ast.Name))
         elif not (isinstance(node.value, ast.Name) and node.value.id in displayed):
             continue
@@ -365,6 +365,12 @@ def displayed_attribute_lines(tree: ast.Module) -> frozenset[int]:
 
 
 _DISPLAYS = (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp)
+
+
+def _empty_container(value: ast.expr) -> bool:
+    """``list()`` / ``dict()``: an empty display by another spelling."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "dict") \
+        and not value.args and not value.keywords
 
 
 def _statements(body: list) -> Iterator[ast.stmt]:

@@ -1682,3 +1682,30 @@ def test_a_wrapper_that_moves_its_inputs_takes_a_loader_element_as_it_is(wrap, r
     )
     found = [code for code, _ in codes(source)]
     assert ("TDV602" in found) == reported
+
+
+_HANDED = (
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "{helper}\n"
+    "images = torch.rand(4, 3, 8, 8)\n"
+    "shown = show(images[0])\n"
+    "{placed} = {placed}.to(device)\n"
+    "shown = show({argument})\n"
+)
+
+
+@pytest.mark.parametrize("helper, placed, argument, found", [
+    # the helper reads what it is handed: reported at the call that hands it a placed tensor (line 10)
+    ("def show(img):\n    return np.transpose(img / 2 + 0.5, (1, 2, 0))", "images", "images[1]", [10]),
+    ("def show(img):\n    return np.transpose(img / 2 + 0.5, (1, 2, 0))", "images", "images[1].cpu()", []),
+    # a parameter it calls is a module: the NumPy read of its output is the helper's own finding (line 6)
+    ("def show(net):\n    return net(torch.ones(2, 2).to(device)).numpy()", "model", "model", [6]),
+    # a read another parameter chooses is the caller's choice: left where it was, inside the helper (line 7)
+    ("def show(img, raw=False):\n    if raw:\n        return np.asarray(img)\n    return img.sum().item()",
+     "images", "images[1]", [7]),
+])
+def test_a_numpy_read_of_what_a_caller_hands_is_reported_at_the_call(helper, placed, argument, found):
+    source = _HANDED.format(helper=helper, placed=placed, argument=argument)
+    if placed == "model":
+        source = source.replace("shown = show(images[0])\n", "model = nn.Linear(2, 2)\n")
+    assert codes(source) == [("TDV603", line) for line in found]

@@ -214,3 +214,34 @@ def test_a_version_gated_partial_is_a_fallback():
         autocast = functools.partial(torch.cuda.amp.autocast)
     """
     assert lines(DeprecatedAmp, source) == []
+
+
+@pytest.mark.parametrize("empty, container", [("dict()", "nn.ModuleDict()"), ("list()", "nn.ModuleList()")])
+def test_tdv503_an_empty_builtin_container_filled_in_init_is_fixed_to_an_empty_module_one(empty, container):
+    filled = 'self.layers["a"] = nn.Linear(2, 2)' if empty == "dict()" else "self.layers.append(nn.Linear(2, 2))"
+    source = MODULE.format(value=empty) + f"        {filled}\n"
+    assert lines(ModulesInPlainContainer, source) == [8]
+    assert fixed(source, unsafe=True) == textwrap.dedent(MODULE.format(value=container) + f"        {filled}\n")
+
+
+FOREIGN = """
+import torch
+from torch import nn
+from {package} import BaseLayer
+
+class Embedding(BaseLayer):
+    def __init__(self):
+        super().__init__()
+        self.tables = dict()
+        self.tables["word"] = nn.Embedding(10, 4)
+{forward}"""
+
+
+@pytest.mark.parametrize("package, forward, reported", [
+    ("block_zoo.base", "\n    def forward(self, ids):\n        return self.tables['word'](ids)\n", [9]),
+    ("block_zoo.base", "", []),  # no forward: nothing says the class is a torch module
+    ("keras.layers", "\n    def forward(self, ids):\n        return self.tables['word'](ids)\n", []),
+])
+def test_tdv503_a_class_of_a_base_the_file_cannot_see_is_a_module_when_it_has_a_forward(package, forward, reported):
+    source = FOREIGN.format(package=package, forward=forward)
+    assert lines(ModulesInPlainContainer, source) == reported

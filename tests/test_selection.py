@@ -668,6 +668,7 @@ def test_rules_that_walk_different_statements_report_as_they_do_alone_and_on_the
 _ONCE_HIDDEN = {
     # TDV603 needs a NumPy word and a placement; the caller places, its callee reads with NumPy, and the
     # flow follows the placed value into the callee: definitions linked by calls meet the groups together.
+    # Reported at the caller's call that hands the placed value (flow/sinks.py), in the other definition.
     "callee of a placing caller": (
         "import numpy\n"
         "import torch\n"
@@ -677,7 +678,7 @@ _ONCE_HIDDEN = {
         "def run(x):\n"
         "    out = x.cuda() * 2\n"
         "    show(out.data)\n",
-        (5, 14, "TDV603"),
+        (8, 4, "TDV603"),
     ),
     # TDV110's state form: the guess is a factory's device=, and the class has no .to( at all.
     "state made on a guessed device": (

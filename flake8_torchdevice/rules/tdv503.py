@@ -14,6 +14,7 @@ from .._lazy import cst
 from ..analysis.bindings import AssignmentBindings
 from ..analysis.layers import STATE_WORDS, layer_state
 from ..analysis.modules import MOVING_OVERRIDES, MethodFrames, class_kind
+from ..names import dotted_name
 from ..rule import CLASS, Fix, Rule
 
 REGISTERING = frozenset({"add_module", "register_module", "register_parameter", "setattr"})
@@ -52,10 +53,13 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
 
     ## What it does
     Flags, in `__init__` of a class that derives from `torch.nn.Module` (under any alias, or
-    through classes of the same file), `self.<attr> = ` a list, tuple, dict or
+    through classes of the same file), or of a class that defines `forward` and whose every base
+    comes from a module of the project this file imports and cannot see (`class Embedding(BaseLayer)`;
+    not where the file imports another framework, Keras or MXNet, whose layers may be the bases;
+    post-hoc, from a recall fix: NeuronBlocks' embedding layer), `self.<attr> = ` a list, tuple, dict or
     comprehension whose elements include stateful `torch.nn` layers (`nn.Linear`,
     `nn.Conv2d`, norms, embeddings, RNNs, attention, containers) or `nn.Parameter`s, and
-    `self.<attr> = []` / `{}` filled in `__init__` by `.append(...)` / `[key] = ...` with them,
+    `self.<attr> = []` / `{}` / `list()` / `dict()` filled in `__init__` by `.append(...)` / `[key] = ...` with them,
     also through a local name (`blocks = []`, `blocks.append(nn.Linear(4, 4))` or of a name bound
     to one, then `self.blocks = blocks`), reported at the local display.
 
@@ -86,7 +90,8 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
     ## Fix safety
     Unsafe. The fix wraps the value: `nn.ModuleList(...)` / `nn.ParameterList(...)` for a list,
     tuple or list comprehension, `nn.ModuleDict(...)` / `nn.ParameterDict(...)` for a dict
-    whose keys are all string literals (other keys are not offered a fix: `ModuleDict`
+    whose keys are all string literals (an empty `list()` / `dict()` becomes `nn.ModuleList()` /
+    `nn.ModuleDict()`) (other keys are not offered a fix: `ModuleDict`
     takes string keys only). These behave like the list or dict where the attribute is
     iterated, indexed, appended to or measured, but the module changes: `state_dict()` gains
     the layers' keys, so checkpoints saved before the fix no longer load with
@@ -105,7 +110,7 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
     - elements that are not `torch.nn` layers (Keras layers; classes of your own, which
       the rule cannot tell from other classes), elements that are existing attributes
       (`[self.a, self.b]`) or names also bound to one (`self.fc = block`), and classes that are not
-      `nn.Module`s.
+      `nn.Module`s: a class of an imported base this file cannot see counts as one only with a `forward`.
 
     ## The error torch raises
     On a GPU machine, the first forward after `model.to("cuda")`:
@@ -150,7 +155,7 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
 
     # -- classes and methods -------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._frames.enter_class(_Class(class_kind(self.names, node) == "module"))
+        self._frames.enter_class(_Class(class_kind(self.names, node) == "module" or _module_like(self.names, node)))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         info = self._frames.leave_class()
@@ -228,6 +233,8 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
         elif isinstance(value, cst.DictComp):
             found = _Candidate(value, statement, "dict", string_keys=False)
             self._add(found, [value.value])
+        elif _empty_call(value, self.names):  # ``dict()`` / ``list()``, filled later
+            found = _Candidate(value, statement, value.func.value)
         else:
             return None
         return found
@@ -297,6 +304,8 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
         if nn is None:
             return None
         func = cst.Attribute(cst.parse_expression(nn), cst.Name(container))
+        if _empty_call(candidate.value, self.names):
+            return Fix(lambda value: cst.Call(func=func))  # ``dict()`` -> ``nn.ModuleDict()``
         return Fix(lambda value: cst.Call(func=func, args=[cst.Arg(value)]))
 
     def _nn_name(self) -> Optional[str]:
@@ -304,6 +313,37 @@ class ModulesInPlainContainer(AssignmentBindings, Rule):
             if self.names.resolve_dotted(spelling) == "torch.nn":
                 return spelling
         return None
+
+
+# Frameworks whose layers define ``forward``-less or foreign state: a class based on them is no torch module.
+_OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "mxnet", "flax", "haiku", "jax", "paddle", "sklearn"})
+
+
+def _module_like(names, node: cst.ClassDef) -> bool:
+    """A class based on an imported class this file cannot see (``class Embedding(BaseLayer)``) that
+    defines ``forward``: a torch module of the project's own hierarchy (its layers are torch.nn's)."""
+    if not node.bases or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    if not any(isinstance(member, cst.FunctionDef) and member.name.value == "forward" for member in node.body.body):
+        return False
+    if names.imports_any(_OTHER_FRAMEWORKS):
+        return False  # its classes' bases may be that framework's (``keras.layers.Layer``)
+    local = set(names.local_class_names())
+    for base in node.bases:
+        if base.keyword is not None:
+            return False  # ``metaclass=``: not a plain hierarchy
+        dotted = dotted_name(base.value)
+        if dotted is None or dotted in local or dotted in ("object", "ABC", "Generic") \
+                or (names.qualify(base.value) or "").startswith("torch"):
+            return False  # a base of this file, a builtin, or torch's own (class_kind decided those)
+    return True
+
+
+def _empty_call(value, names) -> bool:
+    """``list()`` / ``dict()`` of the builtins (the file does not bind the name itself)."""
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("list", "dict") \
+        and not value.args and names.qualify(value.func) is None \
+        and value.func.value not in names.local_function_names() + names.local_class_names()
 
 
 def _viewed(value: cst.BaseExpression) -> cst.BaseExpression:

@@ -59,6 +59,15 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     for x, y in batches])`) converts each of them; a device that may be CUDA counts
     (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`).
 
+    A NumPy read, inside a top-level function of this file, of a tensor that is placed only because a
+    caller hands it placed (`def imshow(img): plt.imshow(np.transpose(img, (1, 2, 0)))`, right for the
+    CPU images one cell hands it) is reported at each call that hands a placed tensor
+    (`imshow(images[idx])` after `images = images.cuda()`), where the mistake and its fix (`.cpu()`) are;
+    not for a parameter the function calls or uses as a module (`net(x).numpy()`: the read of its output
+    is the function's own finding), nor for a read in a branch another parameter chooses (`if raw:
+    np.asarray(img)`), which stays inside the function (post-hoc, from the recall list's two notebooks
+    whose helper-site finding was away from the fix: one now found at its line, `flow/sinks.py`).
+
     It also flags `t` stored into a NumPy array whose shape the code writes out
     (`g_loss = np.zeros((5000, 1))`, then `g_loss[ind] = loss.data`) where the slot holds more
     than one element: fewer indices than the array has dimensions, or a slice (`a[i, :] = t`,

@@ -8,12 +8,13 @@ from ..._lazy import cst
 from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
-from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound
+from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound, param_for
 from .flags import lasting
 from .layers import Layers, is_cpu_layer
 from .loops import Loops
 from .callers import given_by_callers, sole_call
 from .methods import given_by_siblings, returned_by
+from .sinks import numpy_params, own_numpys
 from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
 from .untouched import untouched
@@ -35,6 +36,9 @@ def flow_of(context, node: "cst.CSTNode") -> Flow:
         try:
             analysis = _Analysis(context, node)
             flow = analysis.run(node, _facts_for(context, node))
+            if analysis.handed_placed and flow.numpys:
+                # NumPy reads of what callers hand: reported at their calls (flow/sinks.py)
+                flow.numpys = own_numpys(context, node, flow.numpys, analysis.given, _walker(context, node))
         finally:
             busy.discard(key)
         if analysis.partial:
@@ -59,6 +63,16 @@ def start_file(context, module: "cst.Module") -> None:
         facts.note_foreign_calls(top.foreign_calls)
         facts.note_shown_calls(top.shown_calls)
         facts.ready = True
+
+
+def _walker(context, node: "cst.FunctionDef"):
+    """``walk(given)``: a walk of the function ``node`` handed nothing but ``given`` (flow/sinks.py)."""
+    def walk(given: dict) -> "_Analysis":
+        analysis = _Analysis(context, node, handed=False)
+        analysis.given.update(given)
+        analysis.run(node, _facts_for(context, node))
+        return analysis
+    return walk
 
 
 def _ends_in_return(method: "cst.FunctionDef") -> bool:
@@ -185,6 +199,8 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             given = {}
         for param, value in given.items():
             self.given.setdefault(param, value)
+        # A top-level function handed a placed value by its callers (module code or another function)
+        self.handed_placed = self.top_level and any(value.kind == PLACED for value in self.given.values())
         if handed and _lightning_step(node, facts, context.names):
             batch = Value(PLACED, "batch", param=True)
             batch.spread = True  # ``x, y = batch``: the Trainer moved every part
@@ -267,6 +283,22 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
                 cpu.evidence = True  # it meets a placed tensor: a tensor itself
                 if not self.default_device:  # else default collate makes a batch's numbers there
                     self.pending.append((node, cpu, placed, self.index, module))
+
+    def handed_numpys(self, call, args: list) -> None:
+        """A call of a top-level function of this file that hands a placed value to a parameter the
+        function reads as a NumPy array: a NumPy read of a placed tensor, at the call (flow/sinks.py)."""
+        facts = self.context.__dict__.get("_flow_facts")
+        callee = facts.functions.get(call.func.value) if facts is not None else None
+        if callee is None or self.mute:
+            return
+        handed = {}
+        for index, (arg, value) in enumerate(args):
+            param = param_for(callee.params, arg, index)
+            if param is not None and value is not None and value.kind == PLACED:
+                handed.setdefault(param, (arg, value))
+        for param in numpy_params(self.context, callee, handed, _walker(self.context, callee)):
+            arg, value = handed[param]
+            self.flow.numpys.append(Meet(call, None, value.derived(label=arg.value), self.index))
 
     def record_numpy(self, node, value: Value) -> None:
         if not self.mute:

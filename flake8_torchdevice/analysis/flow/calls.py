@@ -130,6 +130,7 @@ class Calls:
             v is not None and v.kind in (PLACED, MOVED) for _, v in args
         ):
             self.flow.calls.append((call.func.value, args))  # ``evaluate(model, loader)`` (flow/callers.py too)
+            self.handed_numpys(call, args)
         name = last_name(call.func) or ""
         if name in SCALAR_BUILTINS:
             return None

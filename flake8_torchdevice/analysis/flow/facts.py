@@ -92,7 +92,7 @@ class FileFacts:
             function = self.functions.get(name)
             if function is not None:
                 found = into.setdefault(name, set())
-                found.update(_param_for(function.params, arg, index) for index, arg in args)
+                found.update(param_for(function.params, arg, index) for index, arg in args)
                 found.discard(None)
 
     def shown_given(self, function: "cst.FunctionDef") -> set:
@@ -153,13 +153,13 @@ def placed_arguments(params: "cst.Parameters", args: list, first: int = 0, cpu: 
     kinds = (PLACED, MOVED, CPU) if cpu else (PLACED, MOVED)
     placed: dict = {}
     for index, (arg, value) in enumerate(args):
-        param = _param_for(params, arg, index + first)
+        param = param_for(params, arg, index + first)
         if param is not None and value is not None and value.kind in kinds:
             placed.setdefault(param, value.derived(label=param))
     return placed
 
 
-def _param_for(params: "cst.Parameters", arg: "cst.Arg", index: int) -> Optional[str]:
+def param_for(params: "cst.Parameters", arg: "cst.Arg", index: int) -> Optional[str]:
     """The parameter that the ``index``-th argument of a call binds (positional arguments
     come first, so ``index`` is a positional one's position); None for ``*args``."""
     positional = [p.name.value for p in (*params.posonly_params, *params.params)]
