@@ -1709,3 +1709,32 @@ def test_a_numpy_read_of_what_a_caller_hands_is_reported_at_the_call(helper, pla
     if placed == "model":
         source = source.replace("shown = show(images[0])\n", "model = nn.Linear(2, 2)\n")
     assert codes(source) == [("TDV603", line) for line in found]
+
+
+_LOOP = (
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "model = nn.Linear(2, 2).to(device)\n"
+    "loader = torch.utils.data.DataLoader([(torch.ones(2), torch.ones(2), 1)], batch_size=1)\n"
+    "for ids, extra, {name} in loader:\n"
+    "    ids = ids.to(device)\n"
+    "    out = model({call})\n"
+    "{after}"
+)
+
+
+@pytest.mark.parametrize("name, call, after, reported", [
+    # the labels a model computes its loss from meet its output there: not chosen to stay beside the moved ids
+    ("label_ids", "ids, extra, label_ids", "", True),
+    ("y", "ids, labels=y", "", True),
+    ("targets", "ids, targets", "", True),
+    # another element handed beside moved siblings stays on the CPU on purpose (lengths, crop boxes)
+    ("lengths", "ids, lengths", "", False),
+    ("y", "ids, y", "", False),
+    # a later ``.to("cpu")`` moves the labels nowhere: the message does not call them moved inline
+    ("label_ids", "ids, extra, label_ids", "    label_ids = label_ids.to('cpu').numpy()\n", True),
+])
+def test_labels_handed_to_a_placed_model_beside_moved_inputs_are_left_behind(name, call, after, reported):
+    source = _LOOP.format(name=name, call=call, after=after)
+    found = check_source(HEAD + source, rules=FLOW, strict=True).violations
+    assert [v.code for v in found] == (["TDV602"] if reported else [])
+    assert all("moved inline" not in v.message and f"{name} from the loader stays" in v.message for v in found)

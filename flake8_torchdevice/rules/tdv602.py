@@ -107,7 +107,11 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       batch["image"].to(device)`, then `model(x, crops=batch["crop"])`; `model(offsets, feats)` after `feats =
       feats.to(device)`): the loop chose which elements the module gets on the device, as it keeps
       `pack_padded_sequence`'s lengths on the CPU; where that element meets a placed value in arithmetic, a loss or a
-      comparison, it is still reported (post-hoc, from the held-out findings of crop boxes and graph offsets);
+      comparison, it is still reported (post-hoc, from the held-out findings of crop boxes and graph offsets); so are
+      the labels handed that way (`model(ids, mask, label_ids)`, `model(x, labels=y)`, named `label(s)`,
+      `label_ids`, `target(s)`): the model computes its loss from them and its output, on its device (post-hoc, from
+      recall batch 104's BERT evaluation loop). A `.to("cpu")` of an element is no move to the device: the loop's
+      other elements are not read as left behind because of it;
     - elements never used as tensors (strings, sizes, ints, lists of paths), elements passed to a model whose
       placement the code does not prove, kept on the CPU on purpose (`lengths`), or named as a batch's
       metadata (`model(data_in, data_info)`, `file_names`, `paths`);

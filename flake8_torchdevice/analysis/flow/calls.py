@@ -210,7 +210,7 @@ class Calls:
         element: loops move their batches."""
         placed = module.derived(PLACED, label=module.label)
         for arg, value in args:
-            if value is None or on_purpose(arg) or module.scatters or _chosen_to_stay(value, args):
+            if value is None or on_purpose(arg) or module.scatters or _chosen_to_stay(arg, value, args):
                 continue
             for part in _parts(arg, value):
                 if not (module.local and part.kind != SIBLING):
@@ -364,13 +364,24 @@ class Calls:
                 self.meet(node, a, b)
 
 
-def _chosen_to_stay(value: Value, args) -> bool:
+def _chosen_to_stay(arg: "cst.Arg", value: Value, args) -> bool:
     """A loader element handed to a module beside a sibling the loop moved (``x = batch["image"].to(device)``;
     ``model(x, crops=batch["crop"])``): the loop chose which elements the module gets on the device, as it keeps
-    ``pack_padded_sequence``'s lengths, crop coordinates or graph offsets on the CPU."""
-    if value.kind != SIBLING:
+    ``pack_padded_sequence``'s lengths, crop coordinates or graph offsets on the CPU. Not the labels
+    (``model(ids, mask, label_ids)``, ``model(x, labels=y)``): the module computes its loss from them and its
+    output, on its device (post-hoc, from recall batch 104's evaluation loop)."""
+    if value.kind != SIBLING or _is_label(arg, value):
         return False
     return any(other is not None and other.kind == PLACED and other.moved_from is value.loop for _, other in args)
+
+
+# The names a training loop gives the targets it hands a model that computes its own loss.
+_LABEL_NAMES = frozenset({"label", "labels", "label_ids", "labels_ids", "target", "targets"})
+
+
+def _is_label(arg: "cst.Arg", value: Value) -> bool:
+    keyword = arg.keyword.value if arg.keyword is not None else None
+    return keyword in _LABEL_NAMES or (keyword is None and value.label in _LABEL_NAMES)
 
 
 def _parts(arg: "cst.Arg", value: Value) -> list:

@@ -22,7 +22,7 @@ class Places:
             where = PLACED
         else:
             where = self.destination(call, args, env)
-        if receiver is not None and receiver.kind == SIBLING and where is not None:
+        if receiver is not None and receiver.kind == SIBLING and where == PLACED:  # ``.to("cpu")`` moves it nowhere
             receiver.loop.moved.append(receiver.label)
         if where is None:
             if receiver is not None and receiver.kind in (CPU, PLACED) and dtype_only(call, self.names):
