@@ -13,6 +13,7 @@ from flake8_torchdevice.rules.tdv103 import ToArgumentsSwapped
 from flake8_torchdevice.rules.tdv104 import CudaGivenNonCudaDevice
 from flake8_torchdevice.rules.tdv105 import CudaOnlyCallWithChosenDevice
 from flake8_torchdevice.rules.tdv106 import InvalidDeviceType
+from flake8_torchdevice.rules.tdv110 import InputMovedToGuessedDevice
 from flake8_torchdevice.rules.tdv111 import MoveNotCalled
 from flake8_torchdevice.rules.tdv201 import TorchLoadWithoutMapLocation
 from flake8_torchdevice.rules.tdv202 import OtherLoaderWithoutMapLocation
@@ -1620,3 +1621,26 @@ _OPTION = ("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n{
 ])
 def test_tdv106_an_option_default_read_as_a_device(add, use, expected):
     assert found(_OPTION.format(add=add, use=use), InvalidDeviceType) == expected
+
+
+_GUARDED = (
+    "import torch\nfrom torch import nn\nclass Net(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+    "    def forward(self, x):\n        return self.fc(x)\n"
+    "    def predict(self, data):\n        if {test}:\n{moves}"
+    "        return self(data)\n"
+)
+
+
+@pytest.mark.parametrize(("test", "moves", "expected"), [
+    # a bare .cuda() under the method's own availability check is the guess written as a statement
+    ("torch.cuda.is_available()", "            data = data.cuda()\n", [11]),
+    ("torch.cuda.is_available() and use_gpu", "            data = data.cuda()\n", [11]),
+    # the class moves itself under the same check; a flag of the caller's is no guess; an explicit GPU is no guess
+    ("torch.cuda.is_available()", "            self.cuda()\n            data = data.cuda()\n", []),
+    ("self.use_gpu", "            data = data.cuda()\n", []),
+    ("torch.cuda.is_available()", "            data = data.cuda(0)\n", []),
+    ("not torch.cuda.is_available()", "            data = data.cuda()\n", []),
+])
+def test_tdv110_a_cuda_move_under_the_methods_own_availability_check(test, moves, expected):
+    assert found(_GUARDED.format(test=test, moves=moves), InputMovedToGuessedDevice) == expected
