@@ -93,6 +93,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     No fix is offered; the message names the fix (`.cpu()` before `.numpy()`).
 
     ## When it does not report
+    - inside a top-level function, a NumPy read of a tensor that is placed only because a caller hands it so: the
+      read is reported at the calls that hand the placed tensor instead (above);
     - tensors whose device the code does not prove (parameters, attributes `__init__` does not place, unknown
       calls), and an attribute that a method of the class rebinds to a NumPy array (`self.rot = np.repeat(...)`
       in `reset()`): what `__init__` placed it on says nothing in the class's other methods;
