@@ -47,3 +47,9 @@ def ast_nodes_outside_definitions(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]
         yield node
         if not isinstance(node, AST_DEFINITIONS):
             stack.extend(ast.iter_child_nodes(node))
+
+
+# The methods whose ``self.x = ...`` bindings a class's other methods see: ``__init__``, then a setup or build step
+# the class runs before use (issue 22: "in ``__init__`` (or a ``setup``/``build`` method)"). The flow reads their
+# bindings (``analysis/flow/facts.py``); the selection keeps the methods that read them (``selection.init_readers``).
+SETUP_METHODS = ("__init__", "setup", "_setup", "build", "_build")

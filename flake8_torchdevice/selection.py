@@ -33,7 +33,7 @@ from typing import Iterable, Optional, Sequence
 
 from .analysis.function_calls import MODULE, callers_of, function_call_graph
 from .analysis.self_calls import self_call_graph
-from .ast_helpers import ast_self_attribute
+from .ast_helpers import SETUP_METHODS, ast_self_attribute
 from .rule import CLASS, FUNCTION, STATEMENT
 
 # Module-level statements longer than this are parsed only for a word inside
@@ -190,24 +190,24 @@ def init_readers(index: StatementIndex, lines: list) -> list[int]:
     self.policy(obs, self.state)``) may report on those facts alone."""
     found: list[int] = []
     for member in index.top:
-        setup = _init_of(member.node)
-        # The readers cost a walk of every method: only a class whose __init__ holds a line asks.
-        if setup is not None and any(setup.lineno <= line <= setup.end_lineno for line in lines):
+        # The readers cost a walk of every method: only a class whose __init__ (or setup method) holds a line asks.
+        if any(setup.lineno <= line <= setup.end_lineno for setup in _setups_of(member.node) for line in lines):
             found += index.readers_of_init(member.node)
     return found
 
 
-def _init_of(node: ast.AST) -> Optional[ast.FunctionDef]:
-    """The ``__init__`` of a class statement, or None."""
+def _setups_of(node: ast.AST) -> list:
+    """The ``__init__`` and setup or build methods of a class statement (``ast_helpers.SETUP_METHODS``)."""
     if not isinstance(node, ast.ClassDef):
-        return None
-    return next((m for m in node.body if isinstance(m, _FUNCTIONS) and m.name == "__init__"), None)
+        return []
+    return [m for m in node.body if isinstance(m, _FUNCTIONS) and m.name in SETUP_METHODS]
 
 
 def _readers_of_init(node: ast.ClassDef) -> list[int]:
-    setup = _init_of(node)
-    bound = {n.attr for n in ast.walk(setup) if ast_self_attribute(n) and isinstance(n.ctx, ast.Store)}
-    return [m.lineno for m in node.body if isinstance(m, _FUNCTIONS) and m is not setup
+    setups = _setups_of(node)
+    bound = {n.attr for setup in setups for n in ast.walk(setup)
+             if ast_self_attribute(n) and isinstance(n.ctx, ast.Store)}
+    return [m.lineno for m in node.body if isinstance(m, _FUNCTIONS) and m not in setups
             and any(ast_self_attribute(n) and n.attr in bound for n in ast.walk(m))]
 
 

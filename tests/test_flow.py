@@ -1738,3 +1738,27 @@ def test_labels_handed_to_a_placed_model_beside_moved_inputs_are_left_behind(nam
     found = check_source(HEAD + source, rules=FLOW, strict=True).violations
     assert [v.code for v in found] == (["TDV602"] if reported else [])
     assert all("moved inline" not in v.message and f"{name} from the loader stays" in v.message for v in found)
+
+
+_SETUP = (
+    "class Runner:\n"
+    "    def __init__(self):\n"
+    "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    "    def {setup}(self):\n"
+    "        self.model = nn.Linear(4, 2).to(self.device)\n"
+    "    def run(self):\n"
+    "        return self.model(torch.ones(3, 4))\n"
+)
+
+
+@pytest.mark.parametrize("setup, reported", [
+    # what a setup or build method binds on self is seen by the class's other methods, as __init__'s is
+    ("setup", True), ("_setup", True), ("build", True), ("_build", True),
+    ("prepare", False),  # any other method's bindings are not the class's facts
+])
+def test_a_setup_methods_bindings_are_seen_by_the_other_methods(setup, reported):
+    source = _SETUP.format(setup=setup)
+    selective = check_source(HEAD + source, rules=FLOW, strict=True).violations
+    whole = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
+    assert [(v.code, v.line) for v in selective] == ([("TDV601", 10)] if reported else [])
+    assert [(v.code, v.line) for v in whole] == [(v.code, v.line) for v in selective]

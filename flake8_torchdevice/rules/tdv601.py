@@ -48,7 +48,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     built around a CPU `pos_weight`; and what such a function returns to it, or to module code that moves
     something, where every return of its own walk is on the CPU: `x = load_input(path)` of a helper returning
     `TF.to_tensor(...)`, a notebook's `batch = pad_batch(histories)`), a method what its
-    class's `__init__` proves of `self.x` (`self.model = Net().to(device)`; also an attribute it makes
+    class's `__init__` proves of `self.x`, then a `setup` / `build` method of the class (issue 22's setup step; a
+    fixture places a predictor's model in `setup()`) (`self.model = Net().to(device)`; also an attribute it makes
     on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not
     exist on the other), what another method
     of its class that moves something calls it with (`self.score(out)`) and what one returns to
@@ -145,7 +146,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     `device=`, or keep the other one on the CPU is the author's choice.
 
     ## When it does not report
-    - values whose device the code does not prove: parameters, attributes other than those `__init__` places,
+    - values whose device the code does not prove: parameters, attributes other than those `__init__` (or a setup
+      or build method) places,
       results of unknown calls, names re-bound in branches or loops that disagree (unless one of them places it),
       and names deleted;
     - a batch of a loader a framework prepared (`model, opt, loader = accelerator.prepare(...)`, then `for X in

@@ -87,17 +87,22 @@ def _facts_for(context, node) -> dict:
         return {}
     env = dict(facts.globals)
     cls = facts.classes.get(id(node))
-    setup = facts.setup_method(cls) if cls is not None else None
-    if setup is not None and setup is not node:
-        key = id(cls)
+    setups = facts.setup_methods(cls) if cls is not None else []
+    if any(setup is node for setup in setups):  # a setup method sees what the ones before it bound
+        setups = setups[:next(i for i, setup in enumerate(setups) if setup is node)]
+    if setups:
+        key = (id(cls), len(setups))
         if key not in facts.by_class:
-            facts.by_class[key] = {}  # a recursion guard while __init__ is walked
+            facts.by_class[key] = {}  # a recursion guard while the setup methods are walked
             rebound = numpy_rebound(context.names, cls)  # an attribute a method rebinds to a NumPy array
-            setup_flow = flow_of(context, setup)
-            facts.by_class[key] = {
-                name: fact for name, fact in crossing(setup_flow.env, SELF).items() if name not in rebound
-            }
-            facts.branches_by_class[key] = lasting(setup_flow.branches, setup_flow.env)
+            found: dict = {}
+            for setup in setups:
+                setup_flow = flow_of(context, setup)
+                bound = crossing(setup_flow.env, SELF)
+                found.update((name, fact) for name, fact in bound.items() if name not in rebound)
+                if setup.name.value == "__init__":
+                    facts.branches_by_class[id(cls)] = lasting(setup_flow.branches, setup_flow.env)
+            facts.by_class[key] = found
         env.update(facts.by_class[key])
     return env
 

@@ -2,9 +2,10 @@
 
 A function reads the module's names: a model placed at module level (or in the
 ``if __name__ == "__main__":`` block that calls the functions) is placed inside
-them. A method reads ``self.x`` as ``__init__`` left it: ``self.model =
-Net().to(device)`` is placed in ``predict``. Both summaries are computed once per
-file, from the module's walk and one walk of each class's ``__init__``, and only
+them. A method reads ``self.x`` as ``__init__`` left it, and then a ``setup`` /
+``build`` method (``SETUP_METHODS``): ``self.model = Net().to(device)`` is placed in
+``predict``. Both summaries are computed once per file, from the module's walk and
+one walk of each class's ``__init__`` and setup methods, and only
 kinds that say where a value lives cross: placed, moved, CPU, devices and losses
 from module code; placed, moved and CPU from ``__init__``.
 A name the function binds itself (a parameter, an assignment) shadows the fact
@@ -18,7 +19,7 @@ import re
 from typing import Optional
 
 from ..._lazy import cst
-from ...ast_helpers import ast_dotted_name, ast_self_attribute
+from ...ast_helpers import SETUP_METHODS, ast_dotted_name, ast_self_attribute
 from ..code import code_of
 from .values import CPU, DEVICE, LOSS, MOVED, PLACED, Value
 
@@ -29,8 +30,7 @@ _CROSSING = frozenset((CPU, PLACED, MOVED, DEVICE, LOSS))
 # factory, ``device=``): the engine parses the ``__init__`` of a class whose
 # methods it parses only when it holds one, and a fact must not depend on that.
 _CROSSING_ATTRIBUTES = frozenset((CPU, PLACED, MOVED))
-# Methods whose ``self.x = ...`` bindings the other methods see.
-_SETUP_METHODS = ("__init__",)
+
 SELF = "self."
 
 
@@ -126,11 +126,11 @@ class FileFacts:
                         self.classes[id(member)] = statement
                 self._collect(statement.body.body)
 
-    def setup_method(self, cls: "cst.ClassDef"):
-        for member in cls.body.body:
-            if isinstance(member, cst.FunctionDef) and member.name.value in _SETUP_METHODS:
-                return member
-        return None
+    def setup_methods(self, cls: "cst.ClassDef") -> list:
+        """``__init__`` first, then the class's setup or build methods in its order (``SETUP_METHODS``)."""
+        found = [member for member in cls.body.body
+                 if isinstance(member, cst.FunctionDef) and member.name.value in SETUP_METHODS]
+        return sorted(found, key=lambda member: member.name.value != "__init__")
 
 
 def imported_names(node) -> list:
