@@ -320,16 +320,18 @@ class InputMovedToGuessedDevice(Rule):
         if isinstance(value, cst.Call) and self.names.qualify(value.func) == "torch.device":
             first = argument(value, 0, "type")
             value = first.value if first is not None else value
-        return isinstance(value, cst.IfExp) and any(
-            isinstance(part, cst.Call) and self.names.qualify(part.func) in _MACHINE_QUESTIONS
-            for part in subtree(value.test))
+        return isinstance(value, cst.IfExp) and any(self._machine_question(part) for part in subtree(value.test))
 
     def _asks_machine(self, test: cst.BaseExpression) -> bool:
         """Does ``test`` hold when the machine has CUDA (``torch.cuda.is_available()``, also in a conjunction)?"""
         if isinstance(test, cst.BooleanOperation):
             either = self._asks_machine(test.left) or self._asks_machine(test.right)
             return isinstance(test.operator, cst.And) and either
-        return isinstance(test, cst.Call) and self.names.qualify(test.func) in _MACHINE_QUESTIONS
+        return self._machine_question(test)
+
+    def _machine_question(self, node: cst.BaseExpression) -> bool:
+        """``torch.cuda.is_available()`` and the other questions ``_MACHINE_QUESTIONS`` names."""
+        return isinstance(node, cst.Call) and self.names.qualify(node.func) in _MACHINE_QUESTIONS
 
 
 # The module's own device, as the fix writes it.

@@ -88,8 +88,10 @@ def _facts_for(context, node) -> dict:
     env = dict(facts.globals)
     cls = facts.classes.get(id(node))
     setups = facts.setup_methods(cls) if cls is not None else []
-    if any(setup is node for setup in setups):  # a setup method sees what the ones before it bound
-        setups = setups[:next(i for i, setup in enumerate(setups) if setup is node)]
+    for index, setup in enumerate(setups):
+        if setup is node:  # a setup method sees what the ones before it bound
+            setups = setups[:index]
+            break
     if setups:
         key = (id(cls), len(setups))
         if key not in facts.by_class:
@@ -301,6 +303,8 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             param = param_for(callee.params, arg, index)
             if param is not None and value is not None and value.kind == PLACED:
                 handed.setdefault(param, (arg, value))
+        if not handed:
+            return  # no placed value handed to a parameter: nothing for the function to read
         for param in numpy_params(self.context, callee, handed, _walker(self.context, callee)):
             arg, value = handed[param]
             self.flow.numpys.append(Meet(call, None, value.derived(label=arg.value), self.index))

@@ -48,15 +48,12 @@ def numpy_params(context, node, params, walk) -> frozenset:
 
 def _numpy_params(context, node, params, walk) -> frozenset:
     cache = _cache(context, "_numpy_params")
-    callables = _callable_params(node)
-    found = set()
-    for param in params:
-        key = (id(node), param)
-        if key not in cache:
-            cache[key] = param not in callables and _reads(context, node, param, walk)
-        if cache[key]:
-            found.add(param)
-    return frozenset(found)
+    unknown = [param for param in params if (id(node), param) not in cache]
+    if unknown:  # the function's body is read only for parameters not answered before
+        callables = _callable_params(node)
+        for param in unknown:
+            cache[(id(node), param)] = param not in callables and _reads(context, node, param, walk)
+    return frozenset(param for param in params if cache[(id(node), param)])
 
 
 def _reads(context, node, param: str, walk) -> bool:
@@ -104,8 +101,7 @@ def _chosen_nodes(node, param: str) -> set:
     chosen: set = set()
     for part in subtree(node.body):
         if isinstance(part, (cst.If, cst.IfExp)) and _reads_any(part.test, others):
-            arms = [part.body, part.orelse] if isinstance(part, cst.If) else [part.body, part.orelse]
-            for arm in arms:
+            for arm in (part.body, part.orelse):
                 if arm is not None:
                     chosen.update(id(inner) for inner in subtree(arm))
     return chosen
