@@ -1068,3 +1068,33 @@ def test_a_factory_that_meets_a_layers_output(body, reported):
     assert tdv502(source) == []
     whole = check_source(textwrap.dedent(source), rules=[FactoryWithoutDeviceInForward], full=True, strict=True)
     assert [v.line for v in whole.violations] == [v.line for v in found]
+
+
+ONE_ARMED = """
+import torch
+from torch import nn
+class M(nn.Module):
+    def forward(self, x, flag):
+        n = x.size(0)
+        y = torch.zeros(n)
+{branch}
+        return x.mean(1) + y
+"""
+
+
+@pytest.mark.parametrize(
+    "branch, found",
+    [
+        # the path past a one-armed ``if`` keeps the CPU start
+        ("        if flag:\n            y = x.sum(1)", [7]),
+        ("        if flag:\n            y = x.sum(1)\n            y = y * 2", [7]),
+        # every path rebinds it, or the test asks where things are
+        ("        if flag:\n            y = x.sum(1)\n        else:\n            y = x.max(1)[0]", []),
+        ("        if y.device != x.device:\n            y = y.to(x.device)", []),
+        ("        if x.is_cuda:\n            y = x.sum(1)", []),
+        # rebound to something the flow does not know: no CPU tensor to keep
+        ("        if flag:\n            y = compute(n)", []),
+    ],
+)
+def test_tdv504_a_cpu_start_replaced_in_one_arm_only(branch, found):
+    assert tdv504(ONE_ARMED.format(branch=branch)) == found

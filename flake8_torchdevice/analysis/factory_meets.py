@@ -88,6 +88,8 @@ class FactoryMeetings(FactoryValues):
         # (``if torch.cuda.is_available():``, ``if self.use_gpu:``): a ``.cuda()`` there follows it.
         self._gpu_blocks = MarkedBlocks()
         self._gpu_tests = 0  # conditional expressions open whose test speaks of CUDA
+        # Open ``if`` statements without ``else``: the names bound to a CPU factory before each.
+        self._one_armed: list = []
         # Per outermost function: parameters seen used as tensors, and the
         # findings waiting for that evidence (a later line may provide it).
         self._groups: list[_Group] = []
@@ -214,6 +216,9 @@ class FactoryMeetings(FactoryValues):
         self._eval_stmt(node.test)
         if self._env is None:
             return
+        if node.orelse is None and not speaks_of_devices(node.test):
+            # ``y = torch.zeros(1); if seqs: y = stack(seqs)``: the path past the body keeps the CPU tensor.
+            self._one_armed.append((node, {n: k for n, k in self._env.items() if tagged(k, "C")}))
         if availability_test(node.test, self.names):  # if torch.cuda.is_available(): ... else: <no CUDA>
             self._cpu_blocks.mark(branch_blocks(node.orelse))
         elif is_no_cuda_test(node.test, self.names):
@@ -224,6 +229,15 @@ class FactoryMeetings(FactoryValues):
             self._gpu_blocks.mark([id(node.body)])
         if is_cuda_flag(node.test):  # ``if cuda: ... else: <the switch's CPU path>``
             self._cpu_blocks.mark(branch_blocks(node.orelse))
+
+    def leave_If(self, node: cst.If) -> None:
+        if not self._one_armed or self._one_armed[-1][0] is not node:
+            return
+        cpu_before = self._one_armed.pop()[1]
+        env = self._env
+        for name, kind in cpu_before.items():
+            if env is not None and tagged(env.get(name), "T"):  # rebound from the input in the body only
+                env[name] = kind
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._cpu_blocks.enter(node)
@@ -367,3 +381,13 @@ class _Group:
         self.loop_layers: dict = {}  # loop variable -> the self attribute it iterates
         self.forced: set = set()  # ids of ``.cuda()`` calls sending a factory's tensor to the current GPU
         self.stars: set = set()  # the ``*args`` parameter's name
+
+
+_DEVICE_WORDS = ("cuda", "device", "gpu", "cpu", "mps", "is_available")
+
+
+def speaks_of_devices(test: cst.BaseExpression) -> bool:
+    """Does an ``if``'s test ask where things are (``if x.is_cuda``, ``if y.device != x.device``)? Its
+    skipped body then follows the devices, and the path past it is no CPU path of its own."""
+    text = code_of(test).lower()
+    return any(word in text for word in _DEVICE_WORDS)

@@ -56,7 +56,9 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     which `F.ctc_loss` takes on the CPU, are not. An optional argument's default made without
     `device=` counts whether written as a statement (`if weights is None: weights = torch.ones(n)`)
     or as one expression (`weights = torch.ones(n) if weights is None else weights`): a caller that
-    passes none gets the CPU tensor.
+    passes none gets the CPU tensor. So does a start replaced in one arm only (`y = torch.zeros(1, 1, 1)`,
+    then `if seqs: y = torch.stack(seqs)` with no `else`): the path past the `if` keeps the CPU tensor
+    and meets the input or a layer's output with it (post-hoc, from recall batch 106's WaveNet start).
 
     In a module's other methods (not `__init__`, nor a helper only `__init__` calls, which run before
     anyone can move the module), it flags the same factories where they meet the module's registered
@@ -121,6 +123,8 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
       places on CUDA unguarded before any branch on CUDA or CPU choice (`rnn = RNN(); rnn.cuda()` in a CUDA-only
       script or notebook): no machine without a GPU imports it, and its `.cuda()` goes to the current GPU, where that
       code put the model (post-hoc, from v125's first read: 5 false findings gone on the corpus, nothing right);
+    - a start replaced in one arm of an `if` whose test asks where things are (`if x.is_cuda:`,
+      `if y.device != x.device: y = y.to(x.device)`), or in every arm, or by a value the rule cannot follow;
     - code that runs only where CUDA is missing (the `else` of `if torch.cuda.is_available():`
       or of `if x.is_cuda:`, the body of `if not torch.cuda.is_available():`), or on the CPU path of
       the code's own GPU switch (the `else` of `if cuda:` / `if self.use_gpu:`): what is made
