@@ -1098,3 +1098,33 @@ class M(nn.Module):
 )
 def test_tdv504_a_cpu_start_replaced_in_one_arm_only(branch, found):
     assert tdv504(ONE_ARMED.format(branch=branch)) == found
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["torch.mv(w, x.mean(0))", "torch.addmm(x, x, w)", "x.addcmul(w, w)", "torch.tensordot(x, w, 1)",
+     "torch.kron(x, w)", "torch.hypot(x, w)"],
+)
+def test_tdv504_products_and_fused_ops_need_one_device(expression):
+    # matrix-vector products and fused multiply-adds check every operand's device, as ``matmul`` does
+    source = f"""
+    import torch
+    class M(torch.nn.Module):
+        def forward(self, x):
+            w = torch.ones(x.size(1), x.size(1))
+            return {expression}
+    """
+    assert tdv504(source) == [5]
+
+
+def test_tdv501_state_in_a_matrix_vector_product():
+    source = """
+    import torch
+    class Constraint(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.M = torch.zeros((n, n))
+        def forward(self, x):
+            return torch.mv(self.M, x.mean(0))
+    """
+    assert tdv501(source) == [6]

@@ -25,7 +25,8 @@ class FactoryWithoutDeviceInForward(FactoryMeetings, Rule):
     `torch.arange(n)`, `torch.ones(n, n).tril()`, `torch.tensor([...])`, ...) whose result
     then meets the method's input in an operation that needs one device: arithmetic or a
     comparison (`x + pad`, `positions < lengths[:, None]`), an in-place op on either side,
-    `masked_fill`/`index_add_`/`gather` and similar methods, `torch.cat`/`stack`/`where`, an analysis window
+    `masked_fill`/`index_add_`/`gather` and similar methods, `torch.cat`/`stack`/`where`, matrix products and
+    fused multiply-adds (`torch.mm`/`mv`/`addmm`/`addcmul`/`tensordot`/`kron`), an analysis window
     handed to `torch.stft`/`istft` with the input (`window=torch.hann_window(n)`; post-hoc, from a held-out fix of
     recall batch 100, an STFT front end's forward), or
     indexing one with the other in an assignment, or reading the CPU tensor through a mask of the

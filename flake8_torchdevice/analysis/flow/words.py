@@ -33,7 +33,8 @@ COMBINE_FUNCS = frozenset(
     for n in """cat concat concatenate stack hstack vstack dstack column_stack where add sub
     subtract mul multiply div divide maximum minimum eq ne lt le gt ge matmul mm bmm dot einsum
     masked_select gather index_select logical_and logical_or bitwise_and bitwise_or atan2 lerp
-    cdist outer allclose isclose stft istft""".split()
+    cdist outer allclose isclose stft istft mv addmm addmv addbmm baddbmm addcmul addcdiv tensordot
+    inner kron vdot hypot copysign xlogy fmax fmin""".split()
 )
 # torch functions that stack their tensors along a new dimension: the result has one at least,
 # even where every input is 0-dim (``torch.stack([torch.tensor(t) for t in tokens])``).
@@ -52,7 +53,8 @@ COMBINE_METHODS = frozenset(
     """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
     minimum matmul mm bmm dot masked_fill masked_select where logical_and logical_or atan2 lerp
     outer index_select gather take take_along_dim scatter scatter_add index_add index_copy
-    index_fill masked_scatter isclose allclose stft istft""".split()
+    index_fill masked_scatter isclose allclose stft istft mv addmm addmv addbmm baddbmm addcmul addcdiv
+    inner kron vdot hypot copysign xlogy fmax fmin""".split()
 )
 # Keep the receiver's device (tensor methods and module methods alike).
 KEEPING_METHODS = frozenset(
