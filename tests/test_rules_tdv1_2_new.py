@@ -1644,3 +1644,33 @@ _GUARDED = (
 ])
 def test_tdv110_a_cuda_move_under_the_methods_own_availability_check(test, moves, expected):
     assert found(_GUARDED.format(test=test, moves=moves), InputMovedToGuessedDevice) == expected
+
+
+SAVED_MODEL_CLASS = """
+import os
+import torch
+from torch import nn
+class Model(nn.Module):
+    def save_pretrained(self, directory):
+        torch.save({saved}, os.path.join(directory, "model.bin"))
+    {decorator}
+    def from_pretrained(cls, pretrained_directory):
+        return torch.load(os.path.join(pretrained_directory, "model.bin"))
+"""
+
+
+@pytest.mark.parametrize(
+    "saved, decorator, reported",
+    [
+        # a later run builds a model from what a training run saved on its GPU
+        ("self.state_dict()", "@classmethod", [10]),
+        ('{"model": self.state_dict(), "step": 3}', "@staticmethod", [10]),
+        # the class reads back numbers, or state it moved to the CPU, or its own state in one object
+        ('{"step": 3}', "@classmethod", []),
+        ("{k: v.cpu() for k, v in self.state_dict().items()}", "@classmethod", []),
+        ("self.state_dict()", "", []),
+    ],
+)
+def test_tdv201_a_class_building_a_model_from_a_saved_state(saved, decorator, reported):
+    source = SAVED_MODEL_CLASS.format(saved=saved, decorator=decorator)
+    assert found(source, TorchLoadWithoutMapLocation) == reported

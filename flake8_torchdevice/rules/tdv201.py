@@ -265,7 +265,12 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       `cuda` / `gpu` in any name or string) runs on the CPU, and its loads are still reported. A library module
       whose demo `__main__` uses a GPU loses its library loads this way;
     - a class that writes with `torch.save` itself (`save(path)` / `load(path)` of its own state), unless the
-      module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine;
+      module has a CPU path or a process per GPU: its caller naming the path is no evidence of another machine.
+      Not a `@classmethod` / `@staticmethod` of a class that saves a module's `state_dict()` not proven CPU
+      (`save_pretrained` writing `self.state_dict()` beside `from_pretrained(cls, path)` loading it): that method
+      builds a model in a later run from what a training run saved, on its GPU, so its load is read as any load of
+      its caller's path, even with a parameter named like pretrained weights (post-hoc, from recall batch 107's
+      `BaseModel.from_pretrained`);
     - a function loading what its caller names in a file written only for GPUs: somewhere its code places on CUDA
       (`x.cuda()`, `.to("cuda")`, `torch.arange(n, device="cuda")`; a parameter's CUDA default is no placement) and
       nowhere does it test for CUDA, choose the CPU or take a `device` parameter without a CUDA default (a
@@ -524,11 +529,20 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         self._class_nodes.pop()
         if frame.data and frame.writes:
             return  # a data class reading back what it wrote itself (CPU data code)
+        kept = []
         for load in frame.loads:
+            # ``from_pretrained(cls, path)`` of a class that saves a module's ``state_dict()``: a later run builds a
+            # model from what a training run saved, on its GPU (post-hoc, recall batch 107's ``BaseModel``).
+            if load.builds_saved_model and frame.saves_module_state:
+                kept.append(load)
+                continue
+            if load.builds_saved_model and load.zoo:
+                continue  # no such save: a parameter naming pretrained weights is a zoo's, as elsewhere
             # A class that saves itself (``save(path)`` / ``load(path)``) reads back its own
             # state: that its caller names the path is no evidence of another machine.
             load.caller_path = load.caller_path and not frame.writes
-        (self._classes[-1].loads if self._classes else self._loads).extend(frame.loads)
+            kept.append(load)
+        (self._classes[-1].loads if self._classes else self._loads).extend(kept)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -592,6 +606,15 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         # ``torch.accelerator.current_accelerator()``, Accelerate's ``prepare_accelerator(args)``, ``"mps"``.
         words = self.names.words if self.names.words is not None else identifiers(self.context.source)
         return not any(_OTHER_ACCELERATOR.search(word) for word in words)
+
+    def _in_class_constructor(self) -> bool:
+        """Is the innermost function a ``@classmethod`` / ``@staticmethod`` of the innermost class?"""
+        if not self._class_nodes or not self._function_nodes:
+            return False
+        function, body = self._function_nodes[-1], self._class_nodes[-1].body
+        members = body.body if isinstance(body, cst.IndentedBlock) else ()
+        return any(member is function for member in members) and any(
+            last_name(decorator.decorator) in ("classmethod", "staticmethod") for decorator in function.decorators)
 
     def _gpu_only_file(self) -> bool:
         return not self.uses_gpus_per_process and cuda_throughout(self.names)
@@ -739,6 +762,9 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if name in TORCH_SAVES:
             self.note_save(node, position=1)
             value, path = argument(node, 0, "obj"), argument(node, 1, "f")
+            if self._classes and value is not None and _saves_state_dict(value.value) \
+                    and not self._cpu_saved(value.value):
+                self._classes[-1].saves_module_state = True
             if value is not None and path is not None and self._cpu_saved(value.value):
                 self._cpu_saved_names |= self._path_names(self.opened_path(path.value))
             elif value is not None and path is not None and is_self_attribute(value.value):
@@ -769,7 +795,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return
         if self._cuda_bodies.inside or id(node) in self._cuda_branch_calls:
             return  # runs only where CUDA is: ``if torch.cuda.is_available(): torch.load(f)``, ``if args.cuda:``
-        if any(self._zoo):
+        builds_saved = self._in_class_constructor()
+        if any(self._zoo) and not builds_saved:
             return  # a model zoo's published weights (``if pretrained: torch.load(get_model_file(name))``)
         if self._published_arms.inside or id(node) in self._published_calls:
             return  # a local copy of the published weights the other branch downloads (``load_url(url)``)
@@ -793,6 +820,8 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         function = self._functions[0] if self._functions and not self._classes else None
         load = _Load(node, self.context.statement, self._caller_path(node), names, self._needs[-1], function)
         load.in_main = any(self._main_pushes)
+        load.builds_saved_model = builds_saved
+        load.zoo = any(self._zoo)
         if path is not None and self._per_process(path):
             load.rank_file = self.file_key(node, 0)
         (self._classes[-1].loads if self._classes else self._loads).append(load)
@@ -1112,6 +1141,8 @@ class _Load:
         self.rank_file: Optional[tuple] = None  # its path, where it names one file per process
         self.function = function  # the module-level function it is in (None: a method or module code)
         self.in_main = False  # in the ``__main__`` block
+        self.builds_saved_model = False  # in a classmethod of a class: a later run's copy of a saved model
+        self.zoo = False  # its function names pretrained weights in a parameter
 
 
 class _ClassFrame:
@@ -1119,8 +1150,14 @@ class _ClassFrame:
         self.data = data  # a Dataset / DataModule / Sampler... class
         self.dataset = dataset  # a Dataset itself (what a DataLoader serves)
         self.writes = False  # it calls torch.save (or a *save helper) itself
+        self.saves_module_state = False  # it torch.saves a module's ``state_dict()`` not proven CPU
         self.loads: list[_Load] = []  # waiting for the class's end
         self.attributes: dict = {}  # what its methods bound each ``self.<name>`` to (the last binding seen)
+
+
+def _saves_state_dict(value: cst.BaseExpression) -> bool:
+    """A saved value holding a module's ``state_dict()`` (``self.state_dict()``, ``{"model": model.state_dict()}``)."""
+    return any(isinstance(node, cst.Call) and _is_method(node, "state_dict") for node in subtree(value))
 
 
 _SAVE_HELPER = re.compile(r"save_(model|checkpoint|ckpt|weights|state|net|network|params)s?$")
