@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.mirrors import git_dir  # noqa: E402 - needs the clone on sys.path
+from benchmarks.recall import read_fixes  # noqa: E402 - the same
 
 BUGS = Path(__file__).resolve().parent / "bugs"
 SUBJECT = re.compile(
@@ -42,11 +43,10 @@ def batch_number(split: str):
     return int(match.group(1)) if match else None
 
 
-def pool(skip: set) -> list[str]:
+def pool(fixes: list) -> list[str]:
     by_repo: dict = {}
-    for row in rows(BUGS / "fixes.csv"):
-        if row["split"] not in skip:
-            by_repo.setdefault(row["repo"], []).append(batch_number(row["split"]))
+    for fix in fixes:
+        by_repo.setdefault(fix.repo, []).append(batch_number(fix.split))
     listed = set()
     for path in BUGS.glob("candidates*.csv"):
         number = int(re.search(r"candidates(\d+)", path.name).group(1))
@@ -81,15 +81,14 @@ def main(argv=None) -> int:
     parser.add_argument("end", type=int)
     parser.add_argument("--skip", nargs="*", default=[], help="splits left out of the pool's computation")
     args = parser.parse_args(argv)
-    skip = set(args.skip)
-    known_rows = [row for row in rows(BUGS / "fixes.csv") if row["split"] not in skip]
+    fixes = [fix for fix in read_fixes() if fix.split not in set(args.skip)]
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["repo", "commit"])
-    for repo in pool(skip)[args.start:args.end]:
+    for repo in pool(fixes)[args.start:args.end]:
         if not git_dir(repo).is_dir():
             print(f"history_candidates.py: no mirror of {repo}", file=sys.stderr)
             continue
-        known = {row["commit"][:12] for row in known_rows if row["repo"] == repo}
+        known = {fix.commit[:12] for fix in fixes if fix.repo == repo}
         for commit in candidates(repo, known):
             out.writerow([repo, commit])
     return 0

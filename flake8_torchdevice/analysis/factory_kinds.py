@@ -14,6 +14,7 @@ from typing import Optional
 from .._lazy import cst
 from .code import code_of, last_name
 from .function_inputs import TENSOR_HINTS, is_data_class_name
+from .vocabulary import PRODUCT_METHODS, PRODUCT_OPS
 from ..rule import is_none
 
 # Reading these never gives a device-bound tensor.
@@ -37,10 +38,8 @@ COMBINE_FUNCS = frozenset(
     mul multiply div divide true_divide floor_divide remainder fmod pow maximum minimum max min
     eq ne lt le gt ge matmul mm bmm dot einsum masked_select gather index_select logical_and
     logical_or logical_xor bitwise_and bitwise_or bitwise_xor atan2 lerp cdist outer searchsorted
-    bucketize isin index_add scatter scatter_add take_along_dim cross allclose isclose stft istft
-    mv addmm addmv addbmm baddbmm addcmul addcdiv tensordot inner kron vdot hypot copysign xlogy
-    fmax fmin""".split()
-)
+    bucketize isin index_add scatter scatter_add take_along_dim cross allclose isclose stft istft""".split()
+) | frozenset(f"torch.{n}" for n in PRODUCT_OPS)
 # torch functions that return no tensor (or one that is not on the inputs' device).
 TORCH_NON_TENSOR = frozenset(
     f"torch.{n}"
@@ -54,9 +53,8 @@ COMBINE_METHODS = frozenset(
     minimum matmul mm bmm dot masked_fill masked_select masked_scatter index_add index_copy
     index_fill index_put scatter scatter_add scatter_reduce gather where logical_and logical_or
     logical_xor bitwise_and bitwise_or bitwise_xor atan2 lerp outer cross index_select take
-    take_along_dim index_reduce isclose allclose stft istft mv addmm addmv addbmm baddbmm addcmul
-    addcdiv inner kron vdot hypot copysign xlogy fmax fmin""".split()
-)
+    take_along_dim index_reduce isclose allclose stft istft""".split()
+) | PRODUCT_METHODS
 # In-place methods that do not combine devices (copy_ copies across devices).
 NOT_COMBINING_INPLACE = frozenset("copy_ set_ requires_grad_ share_memory_ resize_ resize_as_ fill_ zero_".split())
 # Methods that can turn a 0-dim tensor into an n-dim one.

@@ -30,7 +30,7 @@ from .factory_values import FactoryValues
 from .entry_helpers import entry_helpers
 from .function_inputs import is_data_function
 from .guards import (
-    MarkedBlocks, availability_test, branch_blocks, is_cuda_flag, is_cuda_test, is_no_cuda_test,
+    MarkedBlocks, availability_test, branch_blocks, is_cuda_flag, is_cuda_test, is_no_cuda_test, speaks_of_devices,
 )
 from .modules import class_kind
 from .module_state import init_only_methods, state_methods
@@ -217,7 +217,8 @@ class FactoryMeetings(FactoryValues):
         if self._env is None:
             return
         if node.orelse is None and not speaks_of_devices(node.test):
-            # ``y = torch.zeros(1); if seqs: y = stack(seqs)``: the path past the body keeps the CPU tensor.
+            # ``y = torch.zeros(1); if seqs: y = stack(seqs)``: the path past the body keeps the CPU tensor. A
+            # test that asks where things are (``if x.is_cuda:``) makes the skipped body follow the devices.
             self._one_armed.append((node, {n: k for n, k in self._env.items() if tagged(k, "C")}))
         if availability_test(node.test, self.names):  # if torch.cuda.is_available(): ... else: <no CUDA>
             self._cpu_blocks.mark(branch_blocks(node.orelse))
@@ -233,10 +234,9 @@ class FactoryMeetings(FactoryValues):
     def leave_If(self, node: cst.If) -> None:
         if not self._one_armed or self._one_armed[-1][0] is not node:
             return
-        cpu_before = self._one_armed.pop()[1]
-        env = self._env
+        cpu_before, env = self._one_armed.pop()[1], self._env
         for name, kind in cpu_before.items():
-            if env is not None and tagged(env.get(name), "T"):  # rebound from the input in the body only
+            if tagged(env.get(name), "T"):  # rebound from the input in the body only
                 env[name] = kind
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
@@ -381,13 +381,3 @@ class _Group:
         self.loop_layers: dict = {}  # loop variable -> the self attribute it iterates
         self.forced: set = set()  # ids of ``.cuda()`` calls sending a factory's tensor to the current GPU
         self.stars: set = set()  # the ``*args`` parameter's name
-
-
-_DEVICE_WORDS = ("cuda", "device", "gpu", "cpu", "mps", "is_available")
-
-
-def speaks_of_devices(test: cst.BaseExpression) -> bool:
-    """Does an ``if``'s test ask where things are (``if x.is_cuda``, ``if y.device != x.device``)? Its
-    skipped body then follows the devices, and the path past it is no CPU path of its own."""
-    text = code_of(test).lower()
-    return any(word in text for word in _DEVICE_WORDS)

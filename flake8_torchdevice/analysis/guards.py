@@ -279,6 +279,19 @@ def speaks_of_cuda(expr: cst.CSTNode) -> bool:
     return False
 
 
+# Words of a test that asks where things are: ``x.is_cuda``, ``y.device != x.device``, ``"mps"``, ``is_available()``.
+DEVICE_WORD = re.compile(r"cuda|gpu|device|cpu|mps|is_available", re.I)
+
+
+def speaks_of_devices(expr: cst.CSTNode) -> bool:
+    """Does a name or string in ``expr`` speak of devices (``speaks_of_cuda``'s question, widened to the CPU,
+    MPS and ``.device``)?"""
+    for node in subtree(expr):
+        if isinstance(node, (cst.Name, cst.SimpleString, cst.FormattedStringText)) and DEVICE_WORD.search(node.value):
+            return True
+    return False
+
+
 def is_test_code(function: str, in_test_file: bool) -> bool:
     """Tests and their private helpers (``test_*``, ``_check_pair``) in a
     test module: they run where the suite's own gates put them (a GPU job, a

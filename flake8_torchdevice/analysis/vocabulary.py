@@ -30,6 +30,12 @@ AVAILABILITY_CHECKS = frozenset({
     "torch.distributed.is_available",
 })
 # These copy their data argument, and keep its device when it is a tensor.
+# Matrix products and fused multiply-adds: functions and tensor methods whose tensor operands must share one
+# device, as ``matmul``'s do (the flow's and the factory walk's meeting vocabularies both hold them).
+PRODUCT_OPS = frozenset(
+    "mv addmm addmv addbmm baddbmm addcmul addcdiv tensordot inner kron vdot hypot copysign xlogy fmax fmin".split()
+)
+PRODUCT_METHODS = PRODUCT_OPS - {"tensordot"}  # ``torch.tensordot`` has no tensor method
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 # The typed legacy constructors: ``torch.LongTensor(...)`` builds CPU tensors only; its CUDA twin,
 # ``torch.cuda.LongTensor(...)``, builds them on the current GPU, as ``.cuda()`` would place them.

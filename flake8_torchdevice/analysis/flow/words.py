@@ -8,7 +8,7 @@ from typing import Optional
 from ...words import joined_words
 from ..code import code_of
 from ..devices import DEFAULT_DEVICE_SETTERS
-from ..vocabulary import PARALLEL_WRAPPERS, wrapper_names_a_gpu
+from ..vocabulary import PARALLEL_WRAPPERS, PRODUCT_METHODS, PRODUCT_OPS, wrapper_names_a_gpu
 
 # Reading these gives no device-bound tensor.
 META_ATTRS = frozenset("shape dtype ndim is_cuda requires_grad grad_fn layout names is_sparse".split())
@@ -33,9 +33,8 @@ COMBINE_FUNCS = frozenset(
     for n in """cat concat concatenate stack hstack vstack dstack column_stack where add sub
     subtract mul multiply div divide maximum minimum eq ne lt le gt ge matmul mm bmm dot einsum
     masked_select gather index_select logical_and logical_or bitwise_and bitwise_or atan2 lerp
-    cdist outer allclose isclose stft istft mv addmm addmv addbmm baddbmm addcmul addcdiv tensordot
-    inner kron vdot hypot copysign xlogy fmax fmin""".split()
-)
+    cdist outer allclose isclose stft istft""".split()
+) | frozenset(f"torch.{n}" for n in PRODUCT_OPS)
 # torch functions that stack their tensors along a new dimension: the result has one at least,
 # even where every input is 0-dim (``torch.stack([torch.tensor(t) for t in tokens])``).
 STACKING = frozenset(
@@ -53,9 +52,8 @@ COMBINE_METHODS = frozenset(
     """add sub mul div true_divide floor_divide remainder fmod pow eq ne lt le gt ge maximum
     minimum matmul mm bmm dot masked_fill masked_select where logical_and logical_or atan2 lerp
     outer index_select gather take take_along_dim scatter scatter_add index_add index_copy
-    index_fill masked_scatter isclose allclose stft istft mv addmm addmv addbmm baddbmm addcmul addcdiv
-    inner kron vdot hypot copysign xlogy fmax fmin""".split()
-)
+    index_fill masked_scatter isclose allclose stft istft""".split()
+) | PRODUCT_METHODS
 # Keep the receiver's device (tensor methods and module methods alike).
 KEEPING_METHODS = frozenset(
     """detach clone contiguous float double half bfloat16 long int bool byte view reshape permute
