@@ -9,6 +9,13 @@ pools stay reproducible.
 
     python benchmarks/history_candidates.py 80 120 --skip heldout104 heldout105 heldout106 > candidates106.csv
 
+With ``--corpus`` the pool is batch 110's instead: the precision corpus's GitHub projects
+(`benchmarks/realworld/projects.csv`) whose repository is no row of `fixes.csv` (the ``--skip`` splits left out)
+and in no candidates file numbered below 110, by the same sha256 order; ``--limit N`` stops after the repository
+whose candidates bring the count to N or more.
+
+    python benchmarks/history_candidates.py 0 2000 --corpus --limit 40 --skip heldout110 > candidates110.csv
+
 Needs the mirrors (`benchmarks/mirrors.py`); reads and prints only repository names and commit ids.
 """
 
@@ -57,6 +64,18 @@ def pool(fixes: list) -> list[str]:
     return sorted(chosen, key=lambda name: hashlib.sha256(name.encode()).hexdigest())
 
 
+def corpus_pool(fixes: list) -> list[str]:
+    """Batch 110's pool: corpus repositories no row and no candidates file below 110 names."""
+    corpus = BUGS.parent / "realworld" / "projects.csv"
+    projects = [row["project"][len("github:"):] for row in rows(corpus) if row["project"].startswith("github:")]
+    named = {fix.repo for fix in fixes}
+    for path in BUGS.glob("candidates*.csv"):
+        if int(re.search(r"candidates(\d+)", path.name).group(1)) < 110:
+            named |= {row["repo"] for row in rows(path)}
+    chosen = {repo for repo in projects if repo not in named}
+    return sorted(chosen, key=lambda name: hashlib.sha256(name.encode()).hexdigest())
+
+
 def git(repo: str, *args: str) -> str:
     return subprocess.run(["git", f"--git-dir={git_dir(repo)}", *args], capture_output=True, text=True).stdout
 
@@ -80,17 +99,23 @@ def main(argv=None) -> int:
     parser.add_argument("start", type=int)
     parser.add_argument("end", type=int)
     parser.add_argument("--skip", nargs="*", default=[], help="splits left out of the pool's computation")
+    parser.add_argument("--corpus", action="store_true", help="batch 110's pool: the precision corpus's histories")
+    parser.add_argument("--limit", type=int, default=0, help="stop once this many candidates are listed")
     args = parser.parse_args(argv)
     fixes = [fix for fix in read_fixes() if fix.split not in set(args.skip)]
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["repo", "commit"])
-    for repo in pool(fixes)[args.start:args.end]:
+    listed = 0
+    for repo in (corpus_pool(fixes) if args.corpus else pool(fixes))[args.start:args.end]:
+        if args.limit and listed >= args.limit:
+            break
         if not git_dir(repo).is_dir():
             print(f"history_candidates.py: no mirror of {repo}", file=sys.stderr)
             continue
         known = {fix.commit[:12] for fix in fixes if fix.repo == repo}
         for commit in candidates(repo, known):
             out.writerow([repo, commit])
+            listed += 1
     return 0
 
 
