@@ -1762,3 +1762,28 @@ def test_a_setup_methods_bindings_are_seen_by_the_other_methods(setup, reported)
     whole = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
     assert [(v.code, v.line) for v in selective] == ([("TDV601", 10)] if reported else [])
     assert [(v.code, v.line) for v in whole] == [(v.code, v.line) for v in selective]
+
+
+ACCUMULATOR = (
+    "import torch\nfrom torch import nn\n"
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "model = nn.Linear(4, 1).to(device)\n"
+    "total = torch.tensor(0.0)\n"
+    "loss = model(torch.randn(3, 4, device=device)).sum()\n"
+    "{line}\n"
+)
+
+
+def test_a_placed_value_written_into_a_cpu_scalar_is_a_meeting():
+    # ``total += loss`` writes the CUDA loss into the CPU tensor: no 0-dim exemption for a write.
+    assert codes(ACCUMULATOR.format(line="total += loss")) == [("TDV601", 10)]
+
+
+@pytest.mark.parametrize("line", [
+    "total = total + loss",  # out of place: the 0-dim CPU tensor is read, the result is on the device
+    "loss += total",  # the CPU scalar is read into the placed loss
+    "scaled = loss * total",
+    "total += loss.item()",  # a Python number written into it
+])
+def test_a_cpu_scalar_read_beside_placed_values_stays_legal(line):
+    assert codes(ACCUMULATOR.format(line=line)) == []

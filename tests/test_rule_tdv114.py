@@ -72,3 +72,33 @@ def test_the_fix_calls_the_check():
         "if not (torch.cuda.is_available)():\n    pass\n"
     )
     assert fix_source(source) == source  # unsafe: not applied without --unsafe-fixes
+
+
+@pytest.mark.parametrize("statement", [
+    "batch_size = batch_size * torch.cuda.device_count",
+    "if torch.cuda.device_count > 1:\n    pass",
+    "gpus = list(range(torch.cuda.device_count))",
+    "same = torch.cuda.current_device == rank",
+    "n = 2 + th.cuda.device_count",
+    "n = device_count - 1",
+])
+@pytest.mark.parametrize("full", [False, True])
+def test_an_uncalled_device_count_used_as_a_number_is_reported(statement, full):
+    source = f"import torch\nimport torch as th\nfrom torch.cuda import device_count\nrank = 0\n{statement}\n"
+    assert lines(source, full) == [5]
+
+
+@pytest.mark.parametrize("statement", [
+    "n = torch.cuda.device_count()",
+    "if torch.cuda.device_count() > 1:\n    pass",
+    "probe = torch.cuda.device_count",  # handed on as a function
+    'print(f"{torch.cuda.device_count} GPUs")',  # shown, never computed with
+    "n = counter.device_count * 2",  # another object's attribute
+])
+def test_a_called_or_handed_on_device_count_is_not_reported(statement):
+    assert lines(f"import torch\ncounter = object()\n{statement}\n") == []
+
+
+def test_the_fix_calls_the_device_count():
+    source = "import torch\nn = 4 * torch.cuda.device_count\n"
+    assert fix_source(source, unsafe=True) == "import torch\nn = 4 * torch.cuda.device_count()\n"

@@ -29,6 +29,12 @@ AVAILABILITY_CHECKS = frozenset({
     "torch.mps.is_available", "torch.xpu.is_available", "torch.mtia.is_available",
     "torch.distributed.is_available",
 })
+# Device queries that answer a number: used as one uncalled (``batch * torch.cuda.device_count``), each is a function.
+DEVICE_COUNT_QUERIES = frozenset({
+    "torch.cuda.device_count", "torch.cuda.current_device", "torch.xpu.device_count", "torch.xpu.current_device",
+    "torch.mps.device_count", "torch.mtia.device_count", "torch.accelerator.device_count",
+    "torch.accelerator.current_device_index",
+})
 # These copy their data argument, and keep its device when it is a tensor.
 # Matrix products and fused multiply-adds: functions and tensor methods whose tensor operands must share one
 # device, as ``matmul``'s do (the flow's and the factory walk's meeting vocabularies both hold them).
@@ -66,6 +72,14 @@ def availability_check(names, expr: "cst.BaseExpression") -> Optional[str]:
         return None
     name = names.qualify(expr)
     return name if name in AVAILABILITY_CHECKS else None
+
+
+def device_count_query(names, expr: "cst.BaseExpression") -> Optional[str]:
+    """The qualified name of the device-count query ``expr`` names (not calls), if it is one."""
+    if not isinstance(expr, (cst.Attribute, cst.Name)):
+        return None
+    name = names.qualify(expr)
+    return name if name in DEVICE_COUNT_QUERIES else None
 
 
 def factory_name(names, call: cst.Call) -> Optional[str]:

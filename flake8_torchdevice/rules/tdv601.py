@@ -156,7 +156,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
     - 0-dim CPU tensors (`torch.tensor(1.0)`) and Python scalars, which mix with CUDA tensors legally, and a loaded
       checkpoint's entries; data whose shape the code does not show (`torch.tensor(scale)`) counts as 0-dim too,
       except when it is given to a placed module (`model(torch.tensor(read_rows()))`): a module's weights take no
-      CPU scalar;
+      CPU scalar, and except when an in-place op writes a placed value into it (`total = torch.tensor(0.)`, then
+      `total += loss`): a CPU tensor may be read beside CUDA tensors, never written to (post-hoc, from recall batch
+      110's MAML `outer_loss`; on a CPU machine the meta device lets that write pass and leaves `total` on the CPU,
+      so the proof checks where it stayed: "the accumulator stayed on cpu");
     - a torch.nn loss built from literals and then moved (`criterion = nn.CrossEntropyLoss().cuda()`): it holds no
       tensor, so its inputs meet each other, not the loss (a loss given a `weight` tensor holds it and is placed);
     - a module wrapped in `nn.DataParallel`, which scatters a forward's inputs to its devices (a CPU input is

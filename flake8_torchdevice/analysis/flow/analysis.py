@@ -275,16 +275,18 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             analysis.run(method, _facts_for(context, method))
         return analysis
 
-    def meet(self, node, a: Optional[Value], b: Optional[Value], module: bool = False) -> None:
+    def meet(self, node, a: Optional[Value], b: Optional[Value], module: bool = False, into: bool = False) -> None:
         """``a`` and ``b`` meet in an op that needs one device (``module``: ``b``
-        is a placed module called with ``a``)."""
+        is a placed module called with ``a``; ``into``: the op writes into ``a``, ``a += b``)."""
         if a is None or b is None or self.mute:
             return
         for cpu, placed in ((a, b), (b, a)):
             if placed.kind != PLACED:
                 continue
             # A module's weights take no CPU scalar: data of unseen shape is no 0-dim exemption there.
-            if cpu.kind == CPU and (not cpu.zero or module and cpu.unseen):
+            # Nor does an op writing into a CPU tensor (``total = torch.tensor(0.)``, then ``total += loss``):
+            # only a CPU scalar read beside CUDA tensors is exempt, never one written to.
+            if cpu.kind == CPU and (not cpu.zero or module and cpu.unseen or into and cpu is a):
                 self.flow.meets.append(Meet(node, cpu, placed, self.index))
             elif cpu.kind == SIBLING:
                 cpu.evidence = True  # it meets a placed tensor: a tensor itself

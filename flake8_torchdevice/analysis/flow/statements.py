@@ -91,7 +91,7 @@ class Statements:
         elif isinstance(node, cst.AugAssign):
             target = self.ev(node.target, env)
             value = self.ev(node.value, env)
-            self.meet(node, target, value)
+            self.meet(node, target, value, into=True)
             self.bind(node.target, combined(target, value), env)
         elif isinstance(node, cst.Expr):
             self.expression_statement(node.value, env)
