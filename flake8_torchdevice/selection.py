@@ -31,7 +31,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from .analysis.function_calls import MODULE, callers_of, function_call_graph
+from .analysis.function_calls import MODULE, callers_of, function_call_graph, helper_call_graph
 from .analysis.self_calls import self_call_graph
 from .ast_helpers import SETUP_METHODS, ast_self_attribute
 from .rule import CLASS, FUNCTION, STATEMENT
@@ -83,6 +83,7 @@ class StatementIndex:
         self._self_calls: dict = {}
         self._init_readers: dict = {}
         self._function_calls: Optional[dict] = None
+        self._helper_calls: Optional[dict] = None
 
     def self_calls(self, node: ast.ClassDef) -> dict:
         """``analysis.self_calls.self_call_graph`` of a top-level class, once per file."""
@@ -97,10 +98,22 @@ class StatementIndex:
             self._function_calls = function_call_graph([member.node for member in self.top], self.lines)
         return self._function_calls
 
+    def helper_calls(self) -> dict:
+        """``analysis.function_calls.helper_call_graph`` of the module, once per file."""
+        if self._helper_calls is None:
+            self._helper_calls = helper_call_graph([member.node for member in self.top], self.lines)
+        return self._helper_calls
+
+    def linking_calls(self) -> dict:
+        """Both graphs' edges: the device flow follows each between a caller and its callee."""
+        calls, helpers = self.function_calls(), self.helper_calls()
+        return {name: calls.get(name, frozenset()) | helpers.get(name, frozenset()) for name in calls.keys() | helpers}
+
     def built_facts(self) -> dict:
         """What the selection has already read of the whole file that the rules' shared analyses read
         too, keyed as they keep it (``NameResolver.facts``): the call graph, where one was built."""
-        return {} if self._function_calls is None else {"function_calls": self._function_calls}
+        built = {"function_calls": self._function_calls, "helper_calls": self._helper_calls}
+        return {key: graph for key, graph in built.items() if graph is not None}
 
     def readers_of_init(self, node: ast.ClassDef) -> list[int]:
         """The def lines of the methods of a top-level class, but ``__init__``, that read an
@@ -159,7 +172,7 @@ def _linked_group(graph: dict, kept: set) -> set:
 def call_linked(index: StatementIndex, names: set) -> dict:
     """{name: the names of ``names`` linked to it by calls, either way, itself included} for each top-level function
     of ``names`` (``function_call_graph``'s links: what the device flow follows between a caller and its callee)."""
-    graph = index.function_calls()
+    graph = index.linking_calls()
     return {name: _linked_group(graph, {name}) & names for name in names}
 
 
@@ -176,7 +189,7 @@ def call_partners(index: StatementIndex, lines: list) -> list[int]:
         kept.add(MODULE)
     if not kept:
         return []
-    group = _linked_group(index.function_calls(), kept)
+    group = _linked_group(index.linking_calls(), kept)
     found = [functions[name].node.lineno for name in group - kept if name in functions]
     if MODULE in group - kept and statements:
         found.append(statements[0].start)

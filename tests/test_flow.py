@@ -1787,3 +1787,46 @@ def test_a_placed_value_written_into_a_cpu_scalar_is_a_meeting():
 ])
 def test_a_cpu_scalar_read_beside_placed_values_stays_legal(line):
     assert codes(ACCUMULATOR.format(line=line)) == []
+
+
+PLACING_HELPER = (
+    "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
+    "def build(width):\n{body}\n\n\n"
+    "def main():\n    model = build(4)\n    print(model(torch.randn(3, 4)))\n"
+)
+
+
+@pytest.mark.parametrize("body", [
+    "    return nn.Linear(width, 2).to(device)",
+    "    model = nn.Linear(width, 2)\n    model = model.to(device)\n    return model",
+    "    if width > 8:\n        return nn.Linear(width, 4).cuda()\n    return nn.Linear(width, 2).to(device)",
+])
+def test_a_model_a_helper_places_is_placed_where_it_is_built(body):
+    # the helper moves something, so the caller's call of it is an edge of the file's call graph
+    assert codes(PLACING_HELPER.format(body=body)) == [("TDV601", 13 + body.count("\n"))]
+
+
+@pytest.mark.parametrize("body", [
+    "    return nn.Linear(width, 2)",  # never moved: a CPU layer, unknown to the caller
+    "    if width > 8:\n        return nn.Linear(width, 2)\n    return nn.Linear(width, 2).to(device)",  # one only
+    "    return width.to(device)",  # computed from what it is handed: helper_result's, with the caller's values
+])
+@pytest.mark.parametrize("params", ["width", "width, use_cuda=True", "width, device=device"])
+def test_a_helper_that_does_not_place_every_return_gives_nothing(body, params):
+    assert codes(PLACING_HELPER.format(body=body).replace("def build(width)", f"def build({params})")) == []
+
+
+@pytest.mark.parametrize("params", ["width, use_cuda=True", "width, device=device", "width, gpu_id=0"])
+def test_a_helper_told_where_to_place_leaves_it_to_its_caller(params):
+    # ``def grid(flow, use_cuda=False)``: a parameter chooses the device, so what it returns is the caller's choice
+    body = "    return nn.Linear(width, 2).to(device)"
+    assert codes(PLACING_HELPER.format(body=body).replace("def build(width)", f"def build({params})")) == []
+
+
+def test_module_code_sees_what_a_placing_helper_returns():
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n\n\n"
+        "def load_weights():\n    return torch.ones(4, 2).to(device)\n\n\n"
+        "weights = load_weights()\nprint(torch.mm(torch.randn(3, 4), weights))\n"
+    )
+    assert codes(source) == [("TDV601", 12)]

@@ -19,6 +19,8 @@ from .self_calls import _GAP, _MOVE
 # ``name(`` followed by an argument, not an attribute's call (``self.train(x)``, ``np.save(a)``); the
 # argument is looked at, not taken, so ``print(summarize(model))`` finds both calls.
 _CALL = re.compile(rf"(?<![\w.])(\w+){_GAP}\((?={_GAP}[^)\s\\#])")
+# ``name(`` with or without an argument: a call of a helper that moves something (what it returns may be placed).
+_ANY_CALL = re.compile(rf"(?<![\w.])(\w+){_GAP}\(")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The graph's node for module code (every top-level statement that is no definition): no function's name.
 MODULE = ""
@@ -29,15 +31,26 @@ def function_call_graph(body: list, lines: list) -> dict:
     argument, if it moves something itself (``.to(`` / ``.cuda(``)}, of a module's ``ast`` ``body``, and
     the same for module code under ``MODULE``; ``lines`` are the file's lines.
     A name defined twice at the top level links nothing: which definition runs is not read."""
+    return _graph(body, lines, helpers=False)
+
+
+def helper_call_graph(body: list, lines: list) -> dict:
+    """{top-level function name (``MODULE``: module code): the top-level functions it calls, with or
+    without an argument, that move something themselves}: what such a helper returns may be placed
+    (``model = build_model()`` of ``def build_model(): return Net().to(device)``; ``flow/callers.py``)."""
+    return _graph(body, lines, helpers=True)
+
+
+def _graph(body: list, lines: list, helpers: bool) -> dict:
     functions = [s for s in body if isinstance(s, _FUNCTIONS)]
     counts = Counter(function.name for function in functions)
     names = {name for name, count in counts.items() if count == 1}
-    graph = {
-        function.name: _called(_text(lines, [function]), names) - {function.name}
-        for function in functions if function.name in names
-    }
-    graph[MODULE] = _called(_text(lines, [s for s in body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))]), names)
-    return graph
+    texts = {function.name: _text(lines, [function]) for function in functions if function.name in names}
+    texts[MODULE] = _text(lines, [s for s in body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))])
+    if not helpers:
+        return {name: _called(text, names) - {name} for name, text in texts.items()}
+    movers = {name for name, text in texts.items() if name != MODULE and _MOVE.search(text)}
+    return {name: frozenset(set(_ANY_CALL.findall(text)) & movers) - {name} for name, text in texts.items()}
 
 
 def _text(lines: list, statements: list) -> str:

@@ -47,7 +47,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
     value too where that call is the function's only one: `train(model, data, criterion)` handed a loss
     built around a CPU `pos_weight`; and what such a function returns to it, or to module code that moves
     something, where every return of its own walk is on the CPU: `x = load_input(path)` of a helper returning
-    `TF.to_tensor(...)`, a notebook's `batch = pad_batch(histories)`), a method what its
+    `TF.to_tensor(...)`, a notebook's `batch = pad_batch(histories)`; and what a top-level function that moves
+    something returns to any function or module code calling it, where every return of its own walk is placed by the
+    function itself: `model = build_model()` of `def build_model(): return Net().to(device)`, not a helper with a
+    parameter that chooses the device, `use_cuda=False`, `device=...`, whose caller decides), a method what its
     class's `__init__` proves of `self.x`, then a `setup` / `build` method of the class (issue 22's setup step; a
     fixture places a predictor's model in `setup()`) (`self.model = Net().to(device)`; also an attribute it makes
     on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not

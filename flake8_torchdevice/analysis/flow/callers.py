@@ -9,9 +9,14 @@ with an argument); the engine's selection keeps every function such edges link t
 
 from __future__ import annotations
 
-from ..function_calls import MODULE, callers_of, function_call_graph, sole_calls
+import re
+
+from ..function_calls import MODULE, callers_of, function_call_graph, helper_call_graph, sole_calls
 from .facts import placed_arguments
-from .values import CPU
+from .values import CPU, PLACED
+
+# A parameter that chooses where things go (``device``, ``use_cuda``, ``gpu_id``): the caller's choice.
+_DEVICE_WORD = re.compile(r"(?i)device|cuda|gpu|^dev$")
 
 
 def given_by_callers(context, node, flow_of) -> tuple:
@@ -49,6 +54,18 @@ def sole_call(context, name: str, args: list) -> bool:
     return name in facts["sole_calls"]
 
 
+def _helper_graph(context) -> dict:
+    graphs = context.names.facts
+    if "helper_calls" not in graphs:
+        graphs["helper_calls"] = helper_call_graph(context.names.module_body, context.source.split("\n"))
+    return graphs["helper_calls"]
+
+
+def _param_names(analysis, name: str) -> list:
+    node = analysis.context._flow_facts.functions.get(name)
+    return [param.name.value for param in node.params.params + node.params.kwonly_params] if node is not None else []
+
+
 def _graph(context) -> dict:
     graphs = context.names.facts
     if "function_calls" not in graphs:
@@ -56,22 +73,54 @@ def _graph(context) -> dict:
     return graphs["function_calls"]
 
 
+def placed_helper_result(analysis, name: str):
+    """What ``name(...)``, a call of a top-level function of this file that moves something, gives the
+    walk that calls it: a placed value when every ``return`` of the function's own walk is placed by
+    the function itself, whatever it is handed (``def build_model(): return Net().to(device)``;
+    ``model = build_model()`` is placed). A result computed from what it is handed is
+    ``call_kinds.helper_result``'s."""
+    if any(_DEVICE_WORD.search(param) for param in _param_names(analysis, name)):
+        return None  # ``def grid(flow, use_cuda=False)``: where it places is its caller's choice
+    return _result(analysis, name, _placed, _helper_graph(analysis.context))
+
+
+def _placed(returns: list, name: str):
+    # Not one computed from a parameter, nor a callable's answer that may be no tensor (``model(x)`` of a parameter).
+    if not returns or not all(value is not None and value.kind == PLACED and not value.param and not value.guessed
+                              for value in returns):
+        return None
+    return returns[0].derived(label=f"{name}(...)")
+
+
+def _cpu(returns: list, name: str):
+    if not returns or not all(value is not None and value.kind == CPU for value in returns):
+        return None
+    return returns[0].derived(label=f"{name}(...)", zero=all(v.zero for v in returns))
+
+
 def cpu_result(analysis, name: str):
     """What ``name(...)``, a call of a top-level function of this file, gives the walk ``analysis`` of
     another top-level function, or of module code, that calls it (an edge of the graph: the caller
     moves something, and hands it an argument): a CPU value when every ``return`` of the function's
     own walk is one, whatever it is handed (``def load_image(path): return TF.to_tensor(...)``)."""
+    return _result(analysis, name, _cpu, _graph(analysis.context))
+
+
+def _result(analysis, name: str, answer, graph: dict):
+    """``answer(returns, name)`` for the returns of the walk of the top-level function ``name`` that
+    ``analysis``'s function or module code calls (an edge of ``_graph``), handed nothing; the walk's
+    returns are kept per file, for both answers."""
     context = analysis.context
     facts = context._flow_facts
     function = facts.functions.get(name)
     module = analysis.index is not None  # module code: ``x = load_input(path)`` in a script or a notebook
     caller = MODULE if module else analysis.scope if analysis.top_level else None
-    if function is None or caller is None or name not in _graph(context).get(caller, ()):
+    if function is None or caller is None or name not in graph.get(caller, ()):
         return None
     if analysis.default_device:
         return None  # module code set a default device: the function's factories follow it
     # Module code is walked before the file's facts are whole: its answers are not kept for later walks.
-    cache = context.__dict__.setdefault("_cpu_results", {}) if facts.ready else {}
+    cache = context.__dict__.setdefault("_helper_returns", {}) if facts.ready else {}
     key = id(function)
     if key not in cache:
         busy = context.__dict__.setdefault("_flow_busy", set())
@@ -85,10 +134,7 @@ def cpu_result(analysis, name: str):
             walk = analysis.walk_with(context, function, {}, handed=False)  # whatever it is handed
         finally:
             busy.discard(key)
-        returns = walk.flow.returns
-        cpu = bool(returns) and all(value is not None and value.kind == CPU for value in returns)
-        result = returns[0].derived(label=f"{name}(...)", zero=all(v.zero for v in returns)) if cpu else None
         if walk.partial:
-            return result  # a helper it calls was busy (helpers calling each other): not kept
-        cache[key] = result
-    return cache[key]
+            return answer(walk.flow.returns, name)  # a helper it calls was busy (helpers calling each other): not kept
+        cache[key] = walk.flow.returns
+    return answer(cache[key], name)

@@ -16,7 +16,7 @@ from .call_kinds import (
     keeps_zero_dim, module_attribute, moves_its_contents, names_a_loss, on_purpose, reads_as_array, image_to_tensor,
     tokenized, helper_result,
 )
-from .callers import cpu_result
+from .callers import cpu_result, placed_helper_result
 from .facts import key_of
 from .methods import method_of
 from .values import (
@@ -138,7 +138,8 @@ class Calls:
         if helped is not None and callee is None:
             return helped
         if callee is None and isinstance(call.func, cst.Name):
-            helped = helper_result(self.names, call, args) or cpu_result(self, call.func.value)
+            helped = helper_result(self.names, call, args) or cpu_result(self, call.func.value) \
+                or placed_helper_result(self, call.func.value)
             if helped is not None:
                 return helped
         if callee is None and any(value is not None and value.scatters for _, value in args):
