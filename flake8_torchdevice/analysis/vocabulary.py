@@ -68,18 +68,20 @@ def passes_device(call: "cst.Call") -> bool:
 
 def availability_check(names, expr: "cst.BaseExpression") -> Optional[str]:
     """The qualified name of the device-availability check ``expr`` names (not calls), if it is one."""
-    if not isinstance(expr, (cst.Attribute, cst.Name)):
-        return None
-    name = names.qualify(expr)
-    return name if name in AVAILABILITY_CHECKS else None
+    return _named_query(names, expr, AVAILABILITY_CHECKS)
 
 
 def device_count_query(names, expr: "cst.BaseExpression") -> Optional[str]:
     """The qualified name of the device-count query ``expr`` names (not calls), if it is one."""
+    return _named_query(names, expr, DEVICE_COUNT_QUERIES)
+
+
+def _named_query(names, expr: "cst.BaseExpression", queries: frozenset) -> Optional[str]:
+    """The qualified name of the one of ``queries`` that ``expr`` names (a name or an attribute), if any."""
     if not isinstance(expr, (cst.Attribute, cst.Name)):
         return None
     name = names.qualify(expr)
-    return name if name in DEVICE_COUNT_QUERIES else None
+    return name if name in queries else None
 
 
 def factory_name(names, call: cst.Call) -> Optional[str]:

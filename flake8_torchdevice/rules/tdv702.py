@@ -13,6 +13,7 @@ RENAMED = {
     "torch.cuda.memory.memory_cached": "memory_reserved",
     "torch.cuda.memory.max_memory_cached": "max_memory_reserved",
 }
+_OLD = frozenset(name.rpartition(".")[2] for name in RENAMED)  # the last parts, to ask the resolver only about them
 
 
 class RenamedCudaMemoryQuery(Rule):
@@ -93,6 +94,3 @@ class RenamedCudaMemoryQuery(Rule):
 
     def _new_name(self, node) -> "str | None":
         return RENAMED.get(self.names.qualify(node) or "")
-
-
-_OLD = frozenset({"memory_cached", "max_memory_cached"})

@@ -54,23 +54,21 @@ def sole_call(context, name: str, args: list) -> bool:
     return name in facts["sole_calls"]
 
 
-def _helper_graph(context) -> dict:
-    graphs = context.names.facts
-    if "helper_calls" not in graphs:
-        graphs["helper_calls"] = helper_call_graph(context.names.module_body, context.source.split("\n"))
-    return graphs["helper_calls"]
-
-
 def _param_names(analysis, name: str) -> list:
     node = analysis.context._flow_facts.functions.get(name)
     return [param.name.value for param in node.params.params + node.params.kwonly_params] if node is not None else []
 
 
-def _graph(context) -> dict:
+def _graph(context, key: str = "function_calls", build=function_call_graph) -> dict:
+    """The file's call graph ``build`` makes, once per file (the selection may have built it: ``built_facts``)."""
     graphs = context.names.facts
-    if "function_calls" not in graphs:
-        graphs["function_calls"] = function_call_graph(context.names.module_body, context.source.split("\n"))
-    return graphs["function_calls"]
+    if key not in graphs:
+        graphs[key] = build(context.names.module_body, context.source.split("\n"))
+    return graphs[key]
+
+
+def _helper_graph(context) -> dict:
+    return _graph(context, "helper_calls", helper_call_graph)
 
 
 def placed_helper_result(analysis, name: str):
