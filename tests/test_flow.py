@@ -1754,7 +1754,8 @@ _SETUP = (
 @pytest.mark.parametrize("setup, reported", [
     # what a setup or build method binds on self is seen by the class's other methods, as __init__'s is
     ("setup", True), ("_setup", True), ("build", True), ("_build", True),
-    ("prepare", False),  # any other method's bindings are not the class's facts
+    # ... and so is what any other method binds, when every binding of the attribute places it (flow/late.py)
+    ("prepare", True),
 ])
 def test_a_setup_methods_bindings_are_seen_by_the_other_methods(setup, reported):
     source = _SETUP.format(setup=setup)
@@ -1762,6 +1763,36 @@ def test_a_setup_methods_bindings_are_seen_by_the_other_methods(setup, reported)
     whole = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
     assert [(v.code, v.line) for v in selective] == ([("TDV601", 10)] if reported else [])
     assert [(v.code, v.line) for v in whole] == [(v.code, v.line) for v in selective]
+
+
+@pytest.mark.parametrize("extra, reported", [
+    ("", True),
+    ("    def reset(self):\n        self.model = None\n", True),  # a placeholder places nothing
+    ("    def reset(self):\n        self.model = nn.Linear(4, 2)\n", False),  # bound on the CPU too
+    ("    def offload(self):\n        self.model.cpu()\n", False),  # moved to the CPU in place
+    ("    def offload(self):\n        self.model.to('cpu')\n", False),
+    ("    def offload(self):\n        del self.model\n", False),
+    ("    def half(self):\n        self.model = self.model.to(torch.float16)\n", False),  # no device move
+])
+def test_an_attribute_every_method_binds_placed_is_placed_in_the_others(extra, reported):
+    source = _SETUP.format(setup="prepare") + extra
+    selective = check_source(HEAD + source, rules=FLOW, strict=True).violations
+    whole = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
+    assert [(v.code, v.line) for v in selective] == ([("TDV601", 10)] if reported else [])
+    assert [(v.code, v.line) for v in whole] == [(v.code, v.line) for v in selective]
+
+
+def test_a_method_binding_the_attribute_itself_does_not_read_the_late_fact():
+    source = (
+        "class Runner:\n"
+        "    def __init__(self):\n"
+        "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "    def prepare(self):\n"
+        "        out = self.model(torch.ones(3, 4))\n"  # before its own binding: not yet placed here
+        "        self.model = nn.Linear(4, 2).to(self.device)\n"
+        "        return out\n"
+    )
+    assert check_source(HEAD + source, rules=FLOW, strict=True).violations == []
 
 
 ACCUMULATOR = (

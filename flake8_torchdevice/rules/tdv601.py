@@ -52,7 +52,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     function itself: `model = build_model()` of `def build_model(): return Net().to(device)`, not a helper with a
     parameter that chooses the device, `use_cuda=False`, `device=...`, whose caller decides), a method what its
     class's `__init__` proves of `self.x`, then a `setup` / `build` method of the class (issue 22's setup step; a
-    fixture places a predictor's model in `setup()`) (`self.model = Net().to(device)`; also an attribute it makes
+    fixture places a predictor's model in `setup()`) (`self.model = Net().to(device)`; also an attribute that any
+    other method binds, `fit()` or unittest's `setUp()`, where every binding of it in the class moves it to a device
+    or is `None` and none moves it back, post-hoc, two held-out tests' `setUp` models fed a CPU batch; also an attribute it makes
     on one path only, `if self.policy.recurrent: self.state = torch.zeros(n, size)`, which does not
     exist on the other), what another method
     of its class that moves something calls it with (`self.score(out)`) and what one returns to

@@ -50,7 +50,8 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
     function, or the output derived from a moved sibling) while a sibling element of the same
     batch was moved with `.to(device)` / `.cuda()` and this one was not; and a batch element
     fed, never moved, to a placed model (placed in the function, at module level, in the
-    `__main__` block or in `__init__` (or a `setup` / `build` method), or given placed by the module's own call:
+    `__main__` block or in `__init__` (or a `setup` / `build` method, or any method where every binding of the
+    attribute in the class places it), or given placed by the module's own call:
     `evaluate(model, test_loader)` after `model = Net().to(device)`) where the file shows the loader
     built over CPU data: torch's `DataLoader(...)` in the function or in module code, or a parameter
     that module code fills with such a loader (`train_loop(train_dataloader, model)`). In a class that is no

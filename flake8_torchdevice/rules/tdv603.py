@@ -50,7 +50,8 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     output of a placed module and each name its tuple of outputs unpacks into (`score, ratio = model(x)`), the `batch` of a Lightning step hook and what it unpacks into,
     or computed from such values, also by a function of this file whose every return is computed
     from its arguments: `def relative_error(p, t): return ((p - t).abs() / t.abs()).mean(0)`), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
-    level or in `__init__` (or a `setup` / `build` method of the class); a method sees what another method of its class that moves something
+    level or in `__init__` (or a `setup` / `build` method of the class, or any method where every binding of the
+    attribute in the class places it: `self.network = Net().to(self.device)` in `fit()`); a method sees what another method of its class that moves something
     (`.to(` / `.cuda(`) hands it (`self.hardest(distances)` with placed distances) and what one
     returns to such a method when every return is placed (`self.pdist(out)`), in a class that is
     no `torch.nn` module; a list that only placed values are appended to concatenates to a

@@ -18,7 +18,8 @@ from .sinks import numpy_params, own_numpys
 from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
 from .untouched import untouched
-from .values import CPU, Flow, INPUT, Meet, PLACED, SIBLING, Value
+from .late import late_candidates
+from .values import CPU, Flow, INPUT, MOVED, Meet, PLACED, SIBLING, Value
 from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, skips_nccl, starts_nccl
 
 
@@ -87,26 +88,67 @@ def _facts_for(context, node) -> dict:
         return {}
     env = dict(facts.globals)
     cls = facts.classes.get(id(node))
-    setups = facts.setup_methods(cls) if cls is not None else []
+    every = facts.setup_methods(cls) if cls is not None else []
+    setups = every
     for index, setup in enumerate(setups):
         if setup is node:  # a setup method sees what the ones before it bound
             setups = setups[:index]
             break
-    if setups:
-        key = (id(cls), len(setups))
-        if key not in facts.by_class:
-            facts.by_class[key] = {}  # a recursion guard while the setup methods are walked
-            rebound = numpy_rebound(context.names, cls)  # an attribute a method rebinds to a NumPy array
-            found: dict = {}
-            for setup in setups:
-                setup_flow = flow_of(context, setup)
-                bound = crossing(setup_flow.env, SELF)
-                found.update((name, fact) for name, fact in bound.items() if name not in rebound)
-                if setup.name.value == "__init__":
-                    facts.branches_by_class[id(cls)] = lasting(setup_flow.branches, setup_flow.env)
-            facts.by_class[key] = found
-        env.update(facts.by_class[key])
+    env.update(_setup_facts(context, facts, cls, setups))
+    if cls is not None and node not in every:
+        for name, (fact, binders) in _late_facts(context, facts, cls, every).items():
+            if node.name.value not in binders:
+                env.setdefault(name, fact)
     return env
+
+
+def _setup_facts(context, facts, cls, setups: list) -> dict:
+    """What ``setups`` (``__init__`` first) leave in ``self.x``, walked once per class and count."""
+    if not setups:
+        return {}
+    key = (id(cls), len(setups))
+    if key not in facts.by_class:
+        facts.by_class[key] = {}  # a recursion guard while the setup methods are walked
+        rebound = numpy_rebound(context.names, cls)  # an attribute a method rebinds to a NumPy array
+        found: dict = {}
+        for setup in setups:
+            setup_flow = flow_of(context, setup)
+            bound = crossing(setup_flow.env, SELF)
+            found.update((name, fact) for name, fact in bound.items() if name not in rebound)
+            if setup.name.value == "__init__":
+                facts.branches_by_class[id(cls)] = lasting(setup_flow.branches, setup_flow.env)
+        facts.by_class[key] = found
+    return facts.by_class[key]
+
+
+def _late_facts(context, facts, cls, setups: list) -> dict:
+    """{"self.x": (placed fact, the methods binding it)} for each attribute the class binds only
+    outside its setup methods, every binding placing it (``flow/late.py``): each binding method is
+    walked once more, from the module's and the setup methods' facts alone, to tell a move to a
+    device from ``.to(torch.float)``."""
+    late = facts.late_by_class
+    if id(cls) in late:
+        return late[id(cls)]
+    late[id(cls)] = {}  # a recursion guard while the binding methods are walked
+    candidates = late_candidates(context.names, cls.name.value) if id(cls) in facts.top_classes else {}
+    methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+    if any(name not in methods for binders in candidates.values() for name in binders):
+        candidates = {}  # a binding method the selection left out: no fact may depend on it
+    base = dict(facts.globals)
+    base.update(_setup_facts(context, facts, cls, setups))
+    ends: dict = {}
+    found: dict = {}
+    for attr, binders in candidates.items():
+        values = []
+        for name in sorted(binders):
+            if name not in ends:
+                walk = _Analysis(context, methods[name], handed=False)
+                ends[name] = crossing(walk.run(methods[name], base).env, SELF)
+            values.append(ends[name].get(SELF + attr))
+        if all(value is not None and value.kind in (PLACED, MOVED) for value in values):
+            found[SELF + attr] = (values[0], binders)
+    late[id(cls)] = found
+    return found
 
 
 def _lightning_step(node: "cst.FunctionDef", facts, names) -> bool:

@@ -4,7 +4,8 @@ A function reads the module's names: a model placed at module level (or in the
 ``if __name__ == "__main__":`` block that calls the functions) is placed inside
 them. A method reads ``self.x`` as ``__init__`` left it, and then a ``setup`` /
 ``build`` method (``SETUP_METHODS``): ``self.model = Net().to(device)`` is placed in
-``predict``. Both summaries are computed once per file, from the module's walk and
+``predict``; so is an attribute every binding of which, in any method, places it
+(``flow/late.py``). Both summaries are computed once per file, from the module's walk and
 one walk of each class's ``__init__`` and setup methods, and only
 kinds that say where a value lives cross: placed, moved, CPU, devices and losses
 from module code; placed, moved and CPU from ``__init__``.
@@ -41,6 +42,7 @@ class FileFacts:
         self.globals: dict = {}
         self.classes: dict = {}  # id(method) -> its ClassDef
         self.by_class: dict = {}  # id(ClassDef) -> {"self.x": Value}
+        self.late_by_class: dict = {}  # id(ClassDef) -> {"self.x": (Value, binding methods)} (flow/late.py)
         # id(ClassDef) -> {flag test: (attributes unplaced on its true path, on its false path)} (flow/flags.py)
         self.branches_by_class: dict = {}
         self.stable_by_class: dict = {}  # id(ClassDef) -> ``flags.stable_attributes``
