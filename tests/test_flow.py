@@ -1861,3 +1861,67 @@ def test_module_code_sees_what_a_placing_helper_returns():
         "weights = load_weights()\nprint(torch.mm(torch.randn(3, 4), weights))\n"
     )
     assert codes(source) == [("TDV601", 12)]
+
+
+_AGENT = (
+    "class Agent{bases}:\n"
+    "    def __init__(self):\n"
+    "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    "        self.net = nn.Linear(4, 2)\n"
+    "        self.opt = torch.optim.Adam(self.net.parameters())\n"
+    "    def act(self, x):\n"
+    "        self.net.eval()\n"
+    "        return self.net(x.to(self.device))\n"
+    "{extra}"
+)
+
+
+@pytest.mark.parametrize("bases, extra, reported", [
+    ("", "", True),  # a plain class's layer, built on the CPU and never moved, meets the placed input
+    ("(object)", "", True),
+    ("(ABC)", "", True),
+    ("(BaseAgent)", "", False),  # an imported base may be a module
+    ("(nn.Module)", "", False),  # a module: its owner's .to() moves the layer
+    ("(BaseModel)", "", False),  # an imported base that may be one
+    ("", "    def forward(self, x):\n        return self.net(x)\n", False),
+    ("", "    def place(self):\n        self.net.to(self.device)\n", False),  # moved in place somewhere
+    ("", "agent = Agent()\nagent.net.cuda()\n", False),  # ... by any code of the file
+    ("", "    def share(self):\n        train(self.net)\n", False),  # handed to code that may move it
+    ("", "    def reset(self):\n        self.net = nn.Linear(4, 2).to(self.device)\n", False),  # bound twice
+    # another class's own ``self.net`` is another object
+    ("", "class Other:\n    def __init__(self):\n        self.net = nn.Linear(2, 2).cuda()\n", True),
+])
+def test_a_plain_classs_layer_no_code_moves_meets_a_placed_input(bases, extra, reported):
+    source = _AGENT.format(bases=bases, extra=extra)
+    if "BaseAgent" in bases or "BaseModel" in bases:
+        source = f"from agents import {bases.strip('()')}\n" + source
+    if "ABC" in bases:
+        source = "from abc import ABC\n" + source
+    selective = check_source(HEAD + source, rules=FLOW, strict=True).violations
+    whole = check_source(HEAD + source, rules=FLOW, strict=True, full=True).violations
+    line = HEAD.count("\n") + source.splitlines().index("        return self.net(x.to(self.device))") + 1
+    assert [(v.code, v.line) for v in selective] == ([("TDV601", line)] if reported else [])
+    assert [(v.code, v.line) for v in whole] == [(v.code, v.line) for v in selective]
+    assert all("self.net's weights are on the CPU" in v.message for v in selective)
+
+
+def test_a_still_method_of_a_plain_classs_cpu_layer_meets_a_placed_input():
+    source = (
+        "class Policy(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Linear(4, 2)\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n"
+        "    def distribution(self, x):\n"
+        "        return torch.distributions.Categorical(logits=self.forward(x))\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "        self.policy = Policy()\n"
+        "    def act(self, x):\n"
+        "        return self.policy.distribution(x.to(self.device)).sample()\n"
+    )
+    found = check_source(HEAD + source, rules=FLOW, strict=True).violations
+    assert [v.code for v in found] == ["TDV601"]
+    assert "self.policy's weights are on the CPU" in found[0].message

@@ -92,7 +92,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
       `model.eval().to(device)`, moves it too; a layer built in `__init__` follows its module's `.to()`; one module
       code builds is a CPU layer in the functions as well where the whole file binds its name once and otherwise only
       calls it or its methods that leave it in place, `model(x)`, `model.eval()`, `model.parameters()`,
-      `model.load_state_dict(state)`: no code of the file moves it);
+      `model.load_state_dict(state)`: no code of the file moves it; so is one `__init__` (or a setup method) of a
+      plain class binds to `self.net`, a class that is no module (no `forward`, no base but `object`, `ABC` or
+      such classes of the file: an imported base may be a module), where the whole file binds `.net` once and otherwise only calls
+      it or such methods, or a method of a module class of this file, `self.policy.distribution(x)` (post-hoc,
+      from the recall list's agents that move each observation but never their network);
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
@@ -292,7 +296,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
                 f"{meet.cpu.label}'s class weight is on the CPU and {meet.placed.label} is on the device where they "
                 f"meet; move the loss with .to(device) or make the weight with device="
             )
-        if meet.cpu.layer and isinstance(meet.node, cst.Call) and code_of(meet.node.func) == meet.cpu.label:
+        func = meet.node.func if isinstance(meet.node, cst.Call) else None
+        if meet.cpu.layer and func is not None and meet.cpu.label in (
+            code_of(func), code_of(func.value) if isinstance(func, cst.Attribute) else None  # ``net.decode(z)``
+        ):
             # a module built here and never moved, called: its weights meet the placed input
             return (
                 f"{meet.cpu.label}'s weights are on the CPU and {meet.placed.label} is on the device where they "

@@ -17,7 +17,7 @@ from .methods import given_by_siblings, returned_by
 from .sinks import numpy_params, own_numpys
 from .places import Places
 from .statements import UNREAD, Statements, body_of, params_of
-from .untouched import untouched
+from .untouched import untouched, untouched_attributes
 from .late import late_candidates
 from .values import CPU, Flow, INPUT, MOVED, Meet, PLACED, SIBLING, Value
 from .words import LIGHTNING_PACKAGES, LIGHTNING_STEPS, skips_nccl, starts_nccl
@@ -113,7 +113,10 @@ def _setup_facts(context, facts, cls, setups: list) -> dict:
         found: dict = {}
         for setup in setups:
             setup_flow = flow_of(context, setup)
-            bound = crossing(setup_flow.env, SELF)
+            layers = {name for name, value in setup_flow.env.items() if name.startswith(SELF) and is_cpu_layer(value)}
+            still = untouched_attributes(context.names, cls.name.value, layers) if id(cls) in facts.top_classes \
+                else set()  # a plain class's layers no code moves: their CPU weights cross into its methods
+            bound = crossing(setup_flow.env, SELF, still=frozenset(still))
             found.update((name, fact) for name, fact in bound.items() if name not in rebound)
             if setup.name.value == "__init__":
                 facts.branches_by_class[id(cls)] = lasting(setup_flow.branches, setup_flow.env)

@@ -283,6 +283,9 @@ class Calls:
         if receiver.kind in (PLACED, MOVED) and not receiver.local and method not in TENSOR_MEMBERS \
                 and still_method(self.names, method):
             return self.module_call(call, receiver, list(zip(call.args, args)))  # ``vae.decode(z)``
+        if is_cpu_layer(receiver) and not receiver.loss and method not in TENSOR_MEMBERS \
+                and still_method(self.names, method):
+            return self.cpu_layer_call(call, receiver, list(zip(call.args, args)))  # ``net.decode(z)``
         if receiver.kind not in (CPU, PLACED):
             return None
         if method in SCALAR_METHODS:

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import ast
 
+from ...ast_helpers import ast_dotted_name
+from ..still_modules import still_method
+
 # Methods of a module that neither move it nor hand it elsewhere.
 STILL_METHODS = frozenset({
     "eval", "train", "forward", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
@@ -45,10 +48,68 @@ def untouched(names, candidates: set) -> set:
     return {name for name in candidates if bindings[name] == 1 and name not in touched}
 
 
-def _still_callee(func: ast.expr) -> list:
-    """The module name a call leaves where it is: ``model`` of ``model(x)`` or ``model.eval()``."""
-    if isinstance(func, ast.Name):
-        return [func]
-    if isinstance(func, ast.Attribute) and func.attr in STILL_METHODS and isinstance(func.value, ast.Name):
+def _still_callee(func: ast.expr, kind: type = ast.Name, names=None) -> list:
+    """The module name (or ``kind`` node: an attribute) a call leaves where it is: ``model`` of
+    ``model(x)`` or ``model.eval()``; with ``names``, also of a method of a still class of the file
+    (``self.net.distribution(obs)``, ``still_modules.still_method``)."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, kind) and (
+        func.attr in STILL_METHODS or names is not None and still_method(names, func.attr)
+    ):
         return [func.value]
+    if isinstance(func, kind):
+        return [func]
     return []
+
+
+_PLAIN_BASES = frozenset({"object", "ABC", "abc.ABC", "Generic", "typing.Generic"})
+
+
+def untouched_attributes(names, cls_name: str, candidates: set) -> set:
+    """Those of ``candidates`` (``self.x`` names the setup methods of the top-level class ``cls_name``
+    bind to a CPU layer) that stay on the CPU: the class is no module (``_plain_class``), and the whole
+    file binds ``.x`` once and otherwise only calls it, directly or through ``STILL_METHODS``
+    (``self.net(obs)``, ``self.net.eval()``, ``Adam(self.net.parameters())``), whatever the receiver."""
+    tree = names.definition(cls_name)
+    if not candidates or not isinstance(tree, ast.ClassDef) or not _plain_class(names, tree, set()):
+        return set()
+    attributes = {name.partition(".")[2] for name in candidates}
+    still: set = set()  # ids of the Attribute nodes of those calls
+    uses: list = []
+    for statement in names.module_body:
+        other = isinstance(statement, ast.ClassDef) and statement is not tree  # its ``self.x`` is another object's
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Attribute) and node.attr in attributes and not (other and _of_self(node)):
+                uses.append(node)
+            elif isinstance(node, ast.Call):
+                still.update(id(part) for part in _still_callee(node.func, ast.Attribute, names))
+    bindings = dict.fromkeys(attributes, 0)
+    touched = set()
+    for use in uses:
+        if isinstance(use.ctx, ast.Store):
+            bindings[use.attr] += 1
+        elif id(use) not in still:
+            touched.add(use.attr)
+    return {"self." + name for name in attributes if bindings[name] == 1 and name not in touched}
+
+
+def _of_self(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _plain_class(names, node: ast.ClassDef, seen: set) -> bool:
+    """A class no code can move as a module: it defines no ``forward`` / ``__call__``, and each base is
+    ``object``-like or a plain class of this file."""
+    seen.add(node.name)
+    if any(isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name in ("forward", "__call__")
+           for member in node.body):
+        return False
+    for base in node.bases:
+        dotted = ast_dotted_name(base.value if isinstance(base, ast.Subscript) else base)
+        if dotted is None:
+            return False
+        if dotted in _PLAIN_BASES:
+            continue
+        definition = names.definition(dotted)
+        if not isinstance(definition, ast.ClassDef) or dotted in seen or not _plain_class(names, definition, seen):
+            return False  # an imported base may be a module (``MiniGPTBase``, held out: two false findings)
+    return True
