@@ -1925,3 +1925,30 @@ def test_a_still_method_of_a_plain_classs_cpu_layer_meets_a_placed_input():
     found = check_source(HEAD + source, rules=FLOW, strict=True).violations
     assert [v.code for v in found] == ["TDV601"]
     assert "self.policy's weights are on the CPU" in found[0].message
+
+
+_OPAQUE = (
+    "import models\n"
+    "from helpers import mask_rows, to_cpu\n"
+    "from .local import smooth\n"
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "def predict(e, other):\n"
+    "    e = e.to(device)\n"
+    "    {line}\n"
+)
+
+
+@pytest.mark.parametrize("line, codes", [
+    # an imported function handed a placed tensor: its tensor answer is read with .numpy() on the device
+    ("return mask_rows(e, 2).detach().numpy()", ["TDV603"]),
+    ("return models.support_to_scalar(e, 3).squeeze().numpy()", ["TDV603"]),
+    ("return smooth(e).numpy()", ["TDV603"]),  # a relative import: code of another file too
+    ("return to_cpu(e).numpy()", []),  # its name says where its answer is
+    ("return mask_rows(other, e).numpy()", []),  # the placed tensor is not its first argument
+    ("return np.asarray(mask_rows(e, 2))", []),  # NumPy reads anything: maybe no tensor
+    ("return mask_rows(e, 2) + torch.ones(3)", []),  # where it meets values, nothing is believed
+])
+def test_an_imported_functions_answer_is_placed_for_a_numpy_read_only(line, codes):
+    source = HEAD + _OPAQUE.format(line=line)
+    found = check_source(source, rules=FLOW, strict=True).violations
+    assert [v.code for v in found] == codes

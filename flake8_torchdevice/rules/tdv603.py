@@ -49,7 +49,11 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     is placed on a device (moved with `.to(device)` / `.cuda()`, created with `device=`, the
     output of a placed module and each name its tuple of outputs unpacks into (`score, ratio = model(x)`), the `batch` of a Lightning step hook and what it unpacks into,
     or computed from such values, also by a function of this file whose every return is computed
-    from its arguments: `def relative_error(p, t): return ((p - t).abs() / t.abs()).mean(0)`), with no `.cpu()` / `.to("cpu")` in between. The model may be placed in the function, at module
+    from its arguments: `def relative_error(p, t): return ((p - t).abs() / t.abs()).mean(0)`; and, for a `.numpy()`
+    read only, where the code itself treats it as a tensor, by an imported function handed the placed tensor first,
+    `y = mask_non_mutations(y, seq)`, `models.support_to_scalar(out, n)`, unless its name speaks of the host,
+    `to_cpu`, `tensor2numpy`: post-hoc, from the recall list's prediction loop), with no `.cpu()` / `.to("cpu")` in
+    between. The model may be placed in the function, at module
     level or in `__init__` (or a `setup` / `build` method of the class, or any method where every binding of the
     attribute in the class places it: `self.network = Net().to(self.device)` in `fit()`); a method sees what another method of its class that moves something
     (`.to(` / `.cuda(`) hands it (`self.hardest(distances)` with placed distances) and what one

@@ -323,7 +323,7 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
     def meet(self, node, a: Optional[Value], b: Optional[Value], module: bool = False, into: bool = False) -> None:
         """``a`` and ``b`` meet in an op that needs one device (``module``: ``b``
         is a placed module called with ``a``; ``into``: the op writes into ``a``, ``a += b``)."""
-        if a is None or b is None or self.mute:
+        if a is None or b is None or self.mute or a.opaque or b.opaque:
             return
         for cpu, placed in ((a, b), (b, a)):
             if placed.kind != PLACED:

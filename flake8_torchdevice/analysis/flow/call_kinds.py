@@ -179,3 +179,23 @@ def moves_its_contents(call: cst.Call, method: str, args: list) -> bool:
         elif is_device_name(arg.value):
             return True
     return False
+
+
+def chosen_to_stay(arg: "cst.Arg", value: Value, args) -> bool:
+    """A loader element handed to a module beside a sibling the loop moved (``x = batch["image"].to(device)``;
+    ``model(x, crops=batch["crop"])``): the loop chose which elements the module gets on the device, as it keeps
+    ``pack_padded_sequence``'s lengths, crop coordinates or graph offsets on the CPU. Not the labels
+    (``model(ids, mask, label_ids)``, ``model(x, labels=y)``): the module computes its loss from them and its
+    output, on its device (post-hoc, from recall batch 104's evaluation loop)."""
+    if value.kind != SIBLING or _is_label(arg, value):
+        return False
+    return any(other is not None and other.kind == PLACED and other.moved_from is value.loop for _, other in args)
+
+
+# The names a training loop gives the targets it hands a model that computes its own loss.
+_LABEL_NAMES = frozenset({"label", "labels", "label_ids", "labels_ids", "target", "targets"})
+
+
+def _is_label(arg: "cst.Arg", value: Value) -> bool:
+    keyword = arg.keyword.value if arg.keyword is not None else None
+    return keyword in _LABEL_NAMES or (keyword is None and value.label in _LABEL_NAMES)

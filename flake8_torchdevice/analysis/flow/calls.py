@@ -12,13 +12,14 @@ from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
 from .arrays import array_rank
 from .call_kinds import (
-    GRADIENT_FUNCTIONS, batch_helper, ctc_shaped, device_check_off, forced_numpy, is_ctc, is_numpy_array, is_plot,
-    keeps_zero_dim, module_attribute, moves_its_contents, names_a_loss, on_purpose, reads_as_array, image_to_tensor,
-    tokenized, helper_result,
+    GRADIENT_FUNCTIONS, batch_helper, chosen_to_stay, ctc_shaped, device_check_off, forced_numpy, helper_result,
+    image_to_tensor, is_ctc, is_numpy_array, is_plot, keeps_zero_dim, module_attribute, moves_its_contents,
+    names_a_loss, on_purpose, reads_as_array, tokenized,
 )
 from .callers import cpu_result, placed_helper_result
 from .facts import key_of
 from .methods import method_of
+from .opaque import opaque_result
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
     placed_result,
@@ -95,10 +96,11 @@ class Calls:
             return self.built_loss(call, qualified, env)
         if is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
-            if values and values[0] is not None and values[0].kind == PLACED and not values[0].unpacked:
+            if values and values[0] is not None and values[0].kind == PLACED and not values[0].unpacked \
+                    and not values[0].opaque:
                 self.record_numpy(call, values[0])  # not a module's unpacked answer: maybe a Python list
             elif values and values[0] is not None and values[0].kind == LIST and values[0].items \
-                    and values[0].items[0].kind == PLACED:
+                    and values[0].items[0].kind == PLACED and not values[0].items[0].opaque:
                 self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
             return Value(NUMPY, call)
         if reads_as_array(qualified):
@@ -113,7 +115,7 @@ class Calls:
             return array
         if is_plot(call.func, qualified, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
-            placed = [value for value in values if value is not None and value.kind == PLACED]
+            placed = [value for value in values if value is not None and value.kind == PLACED and not value.opaque]
             if placed:
                 self.record_numpy(call, placed[0])  # matplotlib reads its data with np.asarray
             return None
@@ -174,6 +176,8 @@ class Calls:
             elif result is not None:
                 result.guessed = True  # any callable: maybe no tensor (``true_result_fn(x)``)
             return result
+        if callee is None:
+            return opaque_result(self.names, call, args)
         return None
 
     def collective(self, call: cst.Call, name: str, env: dict) -> None:
@@ -211,7 +215,7 @@ class Calls:
         element: loops move their batches."""
         placed = module.derived(PLACED, label=module.label)
         for arg, value in args:
-            if value is None or on_purpose(arg) or module.scatters or _chosen_to_stay(arg, value, args):
+            if value is None or on_purpose(arg) or module.scatters or chosen_to_stay(arg, value, args):
                 continue
             for part in _parts(arg, value):
                 if not (module.local and part.kind != SIBLING):
@@ -261,7 +265,10 @@ class Calls:
                 self.record_numpy(call, receiver)
             return Value(NUMPY, call)
         if receiver is None:
-            return batch_helper(call, args, self.names)
+            helped = batch_helper(call, args, self.names)
+            if helped is None and isinstance(func.value, cst.Name):  # ``models.support_to_scalar(out, n)``
+                return opaque_result(self.names, call, list(zip(call.args, args)))
+            return helped
         if receiver.kind == LIST:
             placed = method == "append" and len(args) == 1 and args[0] is not None and args[0].kind == PLACED
             receiver.items = receiver.items + [args[0]] if placed and receiver.items is not None else None
@@ -366,26 +373,6 @@ class Calls:
         for i, a in enumerate(values):
             for b in values[i + 1:]:
                 self.meet(node, a, b)
-
-
-def _chosen_to_stay(arg: "cst.Arg", value: Value, args) -> bool:
-    """A loader element handed to a module beside a sibling the loop moved (``x = batch["image"].to(device)``;
-    ``model(x, crops=batch["crop"])``): the loop chose which elements the module gets on the device, as it keeps
-    ``pack_padded_sequence``'s lengths, crop coordinates or graph offsets on the CPU. Not the labels
-    (``model(ids, mask, label_ids)``, ``model(x, labels=y)``): the module computes its loss from them and its
-    output, on its device (post-hoc, from recall batch 104's evaluation loop)."""
-    if value.kind != SIBLING or _is_label(arg, value):
-        return False
-    return any(other is not None and other.kind == PLACED and other.moved_from is value.loop for _, other in args)
-
-
-# The names a training loop gives the targets it hands a model that computes its own loss.
-_LABEL_NAMES = frozenset({"label", "labels", "label_ids", "labels_ids", "target", "targets"})
-
-
-def _is_label(arg: "cst.Arg", value: Value) -> bool:
-    keyword = arg.keyword.value if arg.keyword is not None else None
-    return keyword in _LABEL_NAMES or (keyword is None and value.label in _LABEL_NAMES)
 
 
 def _parts(arg: "cst.Arg", value: Value) -> list:

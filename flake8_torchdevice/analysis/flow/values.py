@@ -15,7 +15,7 @@ CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMP
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked", "moved_from",
+        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked", "moved_from", "opaque",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -35,6 +35,9 @@ class Value:
         # The result of calling something not shown to be a module (a parameter, an object) with placed
         # values: on their device if it is a tensor, but maybe no tensor at all (a metric's NumPy value).
         self.guessed = False
+        # The answer of an imported function handed a placed tensor (``flow/calls.py`` ``opaque_result``):
+        # believed placed only by a ``.numpy()`` read, where the code itself treats it as a tensor.
+        self.opaque = False
         self.rank: Optional[int] = None  # a NUMPY array's number of dimensions, where its shape is written out
         self.scatters = False  # a module wrapped in ``nn.DataParallel``: it moves a forward's inputs to its devices
         self.loss = False  # a CPU layer that is a loss given a CPU class weight (flow/layers.py)
@@ -62,6 +65,7 @@ class Value:
         copy.ctc = self.ctc
         copy.spread = self.spread
         copy.guessed = self.guessed
+        copy.opaque = self.opaque
         copy.scatters = self.scatters
         copy.outputs = self.outputs
         copy.unpacked = self.unpacked
@@ -172,4 +176,7 @@ def placed_result(values) -> Optional[Value]:
     if not placed:
         return None
     param = any(v is not None and (v.param or v.kind == INPUT) for v in values)
-    return Value(PLACED, placed[0].label, param=param)
+    result = Value(PLACED, placed[0].label, param=param)
+    if all(v.opaque for v in placed):  # still only an imported function's guessed answer (flow/calls.py)
+        result.opaque = result.guessed = True
+    return result
