@@ -1952,3 +1952,26 @@ def test_an_imported_functions_answer_is_placed_for_a_numpy_read_only(line, code
     source = HEAD + _OPAQUE.format(line=line)
     found = check_source(source, rules=FLOW, strict=True).violations
     assert [v.code for v in found] == codes
+
+
+@pytest.mark.parametrize("line, codes", [
+    # a method the flow does not read, on a module moved in place or a placed tensor: its answer is where they are
+    ("return model.encode(x.to(device)).numpy()", ["TDV603"]),
+    ("return x.to(device).matmul(w).numpy()", ["TDV603"]),
+    ("return helpers.score(model.encode(x.to(device))[0], 3).numpy()", ["TDV603"]),  # and an imported helper's
+    ("return model.to_numpy(x).numpy()", []),  # a name that speaks of the host
+    # a helper of a helper's answer: each guess compounds (``rescale(nms(out)[0])``, where nms copies to the host)
+    ("return helpers.rescale(helpers.nms(x.to(device))[0], 3).numpy()", []),
+    ("return np.asarray(model.encode(x.to(device)))", []),  # NumPy reads anything: maybe no tensor
+    ("return model.encode(x.to(device)) + torch.ones(3)", []),  # where it meets values, nothing is believed
+])
+def test_an_unread_methods_answer_is_placed_for_a_numpy_read_only(line, codes):
+    source = HEAD + (
+        "import helpers\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def run(model, w, x):\n"
+        "    model.to(device)\n"
+        f"    {line}\n"
+    )
+    found = check_source(source, rules=FLOW, strict=True).violations
+    assert [v.code for v in found] == codes

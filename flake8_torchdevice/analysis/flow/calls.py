@@ -19,7 +19,7 @@ from .call_kinds import (
 from .callers import cpu_result, placed_helper_result
 from .facts import key_of
 from .methods import method_of
-from .opaque import opaque_result
+from .opaque import opaque_answer, opaque_result
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
     placed_result,
@@ -293,6 +293,8 @@ class Calls:
         if is_cpu_layer(receiver) and not receiver.loss and method not in TENSOR_MEMBERS \
                 and still_method(self.names, method):
             return self.cpu_layer_call(call, receiver, list(zip(call.args, args)))  # ``net.decode(z)``
+        if receiver.kind == MOVED and method not in SCALAR_METHODS:
+            return opaque_answer(receiver, method)  # ``model.initial_inference(obs)``: on the model's device
         if receiver.kind not in (CPU, PLACED):
             return None
         if method in SCALAR_METHODS:
@@ -301,7 +303,7 @@ class Calls:
             for value in args:
                 self.meet(call, receiver, value)
         if method not in KEEPING_METHODS:
-            return None
+            return opaque_answer(receiver, method) if receiver.kind == PLACED else None
         if reduces_all(call, method, operands=0):
             # ``x.norm()`` is 0-dim wherever it lives; its ``.cpu()`` mixes with the device legally.
             return receiver.derived(zero=True)

@@ -213,7 +213,7 @@ class Expressions:
         the indexed tensor's device, so only this way round fails."""
         if base is None or index is None or self.mute:
             return
-        if base.kind == CPU and not base.zero and index.kind == PLACED:
+        if base.kind == CPU and not base.zero and index.kind == PLACED and not index.opaque:
             self.flow.meets.append(Meet(expr, base, index, self.index))
 
     def comprehension(self, expr, env: dict) -> list:

@@ -38,14 +38,7 @@ def untouched(names, candidates: set) -> set:
                 uses.append(node)
             elif isinstance(node, ast.Call):
                 still.update(id(name) for name in _still_callee(node.func))
-    bindings = dict.fromkeys(candidates, 0)
-    touched = set()
-    for use in uses:
-        if isinstance(use.ctx, ast.Store):
-            bindings[use.id] += 1
-        elif id(use) not in still:
-            touched.add(use.id)
-    return {name for name in candidates if bindings[name] == 1 and name not in touched}
+    return _bound_once_and_still(uses, still, lambda use: use.id)
 
 
 def _still_callee(func: ast.expr, kind: type = ast.Name, names=None) -> list:
@@ -82,14 +75,20 @@ def untouched_attributes(names, cls_name: str, candidates: set) -> set:
                 uses.append(node)
             elif isinstance(node, ast.Call):
                 still.update(id(part) for part in _still_callee(node.func, ast.Attribute, names))
-    bindings = dict.fromkeys(attributes, 0)
+    return {"self." + name for name in _bound_once_and_still(uses, still, lambda use: use.attr)}
+
+
+def _bound_once_and_still(uses: list, still: set, name_of) -> set:
+    """The names (``name_of(use)``) of ``uses`` stored exactly once and otherwise used only by the calls
+    whose nodes' ids are ``still``. A candidate without a use is not bound once: left out."""
+    bindings: dict = {}
     touched = set()
     for use in uses:
         if isinstance(use.ctx, ast.Store):
-            bindings[use.attr] += 1
+            bindings[name_of(use)] = bindings.get(name_of(use), 0) + 1
         elif id(use) not in still:
-            touched.add(use.attr)
-    return {"self." + name for name in attributes if bindings[name] == 1 and name not in touched}
+            touched.add(name_of(use))
+    return {name for name, count in bindings.items() if count == 1 and name not in touched}
 
 
 def _of_self(node: ast.Attribute) -> bool:

@@ -35,9 +35,10 @@ class Value:
         # The result of calling something not shown to be a module (a parameter, an object) with placed
         # values: on their device if it is a tensor, but maybe no tensor at all (a metric's NumPy value).
         self.guessed = False
-        # The answer of an imported function handed a placed tensor (``flow/calls.py`` ``opaque_result``):
-        # believed placed only by a ``.numpy()`` read, where the code itself treats it as a tensor.
-        self.opaque = False
+        # The answer of an imported function handed a placed tensor, or of a method the flow does not read
+        # (``flow/opaque.py``: 0, or which of the two): placed only for a ``.numpy()`` read, where the code
+        # itself treats it as a tensor.
+        self.opaque = 0
         self.rank: Optional[int] = None  # a NUMPY array's number of dimensions, where its shape is written out
         self.scatters = False  # a module wrapped in ``nn.DataParallel``: it moves a forward's inputs to its devices
         self.loss = False  # a CPU layer that is a loss given a CPU class weight (flow/layers.py)
@@ -177,6 +178,7 @@ def placed_result(values) -> Optional[Value]:
         return None
     param = any(v is not None and (v.param or v.kind == INPUT) for v in values)
     result = Value(PLACED, placed[0].label, param=param)
-    if all(v.opaque for v in placed):  # still only an imported function's guessed answer (flow/calls.py)
-        result.opaque = result.guessed = True
+    if all(v.opaque for v in placed):  # still only a guessed answer (flow/opaque.py)
+        result.opaque = max(v.opaque for v in placed)
+        result.guessed = True
     return result
