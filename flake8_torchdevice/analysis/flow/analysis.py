@@ -95,8 +95,8 @@ def _facts_for(context, node) -> dict:
             setups = setups[:index]
             break
     env.update(_setup_facts(context, facts, cls, setups))
-    if cls is not None and node not in every:
-        for name, (fact, binders) in _late_facts(context, facts, cls, every).items():
+    if cls is not None and node not in every:  # ``env`` holds the module's and every setup method's facts
+        for name, (fact, binders) in _late_facts(context, facts, cls, env).items():
             if node.name.value not in binders:
                 env.setdefault(name, fact)
     return env
@@ -124,11 +124,11 @@ def _setup_facts(context, facts, cls, setups: list) -> dict:
     return facts.by_class[key]
 
 
-def _late_facts(context, facts, cls, setups: list) -> dict:
+def _late_facts(context, facts, cls, base: dict) -> dict:
     """{"self.x": (placed fact, the methods binding it)} for each attribute the class binds only
     outside its setup methods, every binding placing it (``flow/late.py``): each binding method is
-    walked once more, from the module's and the setup methods' facts alone, to tell a move to a
-    device from ``.to(torch.float)``."""
+    walked once more, from ``base`` (the module's and the setup methods' facts) alone, to tell a move
+    to a device from ``.to(torch.float)``. Computed once per class, at its first non-setup method."""
     late = facts.late_by_class
     if id(cls) in late:
         return late[id(cls)]
@@ -137,8 +137,6 @@ def _late_facts(context, facts, cls, setups: list) -> dict:
     methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
     if any(name not in methods for binders in candidates.values() for name in binders):
         candidates = {}  # a binding method the selection left out: no fact may depend on it
-    base = dict(facts.globals)
-    base.update(_setup_facts(context, facts, cls, setups))
     ends: dict = {}
     found: dict = {}
     for attr, binders in candidates.items():
@@ -356,6 +354,8 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             arg, value = handed[param]
             self.flow.numpys.append(Meet(call, None, value.derived(label=arg.value), self.index))
 
-    def record_numpy(self, node, value: Value) -> None:
-        if not self.mute:
+    def record_numpy(self, node, value: Value, method: bool = False) -> None:
+        """A NumPy read of ``value`` at ``node``. An opaque answer (``flow/opaque.py``) is believed placed by
+        a ``.numpy()`` read alone (``method``), where the code itself treats it as a tensor."""
+        if not self.mute and (method or not value.opaque):
             self.flow.numpys.append(Meet(node, None, value, self.index))

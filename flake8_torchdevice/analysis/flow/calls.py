@@ -96,11 +96,10 @@ class Calls:
             return self.built_loss(call, qualified, env)
         if is_numpy_array(call.func, self.names):
             values = [self.ev(arg.value, env) for arg in call.args]
-            if values and values[0] is not None and values[0].kind == PLACED and not values[0].unpacked \
-                    and not values[0].opaque:
+            if values and values[0] is not None and values[0].kind == PLACED and not values[0].unpacked:
                 self.record_numpy(call, values[0])  # not a module's unpacked answer: maybe a Python list
             elif values and values[0] is not None and values[0].kind == LIST and values[0].items \
-                    and values[0].items[0].kind == PLACED and not values[0].items[0].opaque:
+                    and values[0].items[0].kind == PLACED:
                 self.record_numpy(call, values[0].items[0])  # a list of placed tensors: each one converted
             return Value(NUMPY, call)
         if reads_as_array(qualified):
@@ -262,7 +261,7 @@ class Calls:
         if method == "numpy":
             if receiver is not None and receiver.kind == PLACED and not forced_numpy(call) \
                     and not self.is_container(func.value):
-                self.record_numpy(call, receiver)
+                self.record_numpy(call, receiver, method=True)
             return Value(NUMPY, call)
         if receiver is None:
             helped = batch_helper(call, args, self.names)

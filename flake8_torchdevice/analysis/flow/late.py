@@ -32,9 +32,11 @@ def late_candidates(names, cls_name: str) -> dict:
         setup = method.name in SETUP_METHODS
         for node in ast.walk(method):
             for attr, value in _bindings(node):
-                if setup and not _is_none(value) or not setup and not (_is_none(value) or _moves(value)):
+                if _is_none(value):
+                    continue  # a placeholder, anywhere
+                if setup or not _moves(value):
                     refused.add(attr)
-                elif not setup and not _is_none(value):
+                else:
                     binders.setdefault(attr, set()).add(method.name)
             refused.update(_touched(node))
     return {attr: frozenset(found) for attr, found in binders.items() if attr not in refused}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from ...ast_helpers import ast_dotted_name
+from ...ast_helpers import ast_dotted_name, ast_self_attribute
 from ..still_modules import still_method
 
 # Methods of a module that neither move it nor hand it elsewhere.
@@ -71,7 +71,7 @@ def untouched_attributes(names, cls_name: str, candidates: set) -> set:
     for statement in names.module_body:
         other = isinstance(statement, ast.ClassDef) and statement is not tree  # its ``self.x`` is another object's
         for node in ast.walk(statement):
-            if isinstance(node, ast.Attribute) and node.attr in attributes and not (other and _of_self(node)):
+            if isinstance(node, ast.Attribute) and node.attr in attributes and not (other and ast_self_attribute(node)):
                 uses.append(node)
             elif isinstance(node, ast.Call):
                 still.update(id(part) for part in _still_callee(node.func, ast.Attribute, names))
@@ -89,10 +89,6 @@ def _bound_once_and_still(uses: list, still: set, name_of) -> set:
         elif id(use) not in still:
             touched.add(name_of(use))
     return {name for name, count in bindings.items() if count == 1 and name not in touched}
-
-
-def _of_self(node: ast.Attribute) -> bool:
-    return isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _plain_class(names, node: ast.ClassDef, seen: set) -> bool:
