@@ -87,6 +87,9 @@ def bare(word: str) -> str:
 # the CPU and move nothing (``Net(``; ``still_modules.still_class``): which names those are only
 # the file says (``Scan.group_words`` expands it).
 LOCAL_CLASS_CALLS = "<module-level class>("
+# The same for the constructors the file imports from its own project (``vgg16_bn(``;
+# ``analysis/project_models.project_constructors``).
+PROJECT_MODEL_CALLS = "<project model>("
 
 
 def is_part(word: str) -> bool:

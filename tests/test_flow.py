@@ -1975,3 +1975,53 @@ def test_an_unread_methods_answer_is_placed_for_a_numpy_read_only(line, codes):
     )
     found = check_source(source, rules=FLOW, strict=True).violations
     assert [v.code for v in found] == codes
+
+
+_BRANCHES = """import sys
+import torch
+from torch import nn
+
+
+def main(name, x):
+    if name == "small":
+        net = nn.Linear(4, 2)
+    elif name == "large":
+        net = nn.Linear(4, 2, bias=False)
+    else:
+        {other}
+    return net(x.cuda())
+"""
+
+
+@pytest.mark.parametrize("other, reported", [
+    ("raise ValueError(name)", True),  # the path that goes on is one of the CPU layers
+    ("print(name); sys.exit(1)", True),
+    ("return None", True),
+    ("net = None", False),  # a third path with another value: nothing agreed on
+    ("pass", False),  # a path where net is unbound: not followed
+])
+def test_a_path_that_leaves_does_not_dilute_what_the_others_agree_on(other, reported):
+    source = _BRANCHES.format(other=other)
+    found = [v.line for v in check_source(source, rules=[CpuMeetsPlaced], strict=True).violations]
+    assert found == ([13] if reported else [])
+
+
+def test_a_project_model_is_on_the_cpu_only_with_evidence_of_weights():
+    base = (
+        "import torch\nfrom models.resnet import ResNet\n\ndevice = torch.device('cuda' if torch.cuda.is_available()"
+        " else 'cpu')\nnet = {build}\n{use}\n\n\ndef run(x):\n    return net(x.to(device))\n"
+    )
+
+    def lines(build, use):
+        source = base.format(build=build, use=use)
+        return [v.line for v in check_source(source, rules=[CpuMeetsPlaced], strict=True).violations]
+    assert lines("ResNet()", "opt = torch.optim.SGD(net.parameters(), lr=0.1)") == [10]
+    assert lines("ResNet()", "print(net)") == []  # no weights read: an augmentation mixes with any device
+    assert lines("ResNet(device)", "opt = torch.optim.SGD(net.parameters(), lr=0.1)") == []
+    assert lines("ResNet(args.gpu)", "net.load_state_dict({})") == []
+    base_helper = base.replace("from models.resnet import ResNet", "from models.resnet import build_resnet")
+    source = base_helper.format(build="build_resnet()", use="net.eval(); net.state_dict()")
+    assert check_source(source, rules=[CpuMeetsPlaced], strict=True).violations == []
+    whisper = base.replace("from models.resnet import ResNet", "from whisper import ResNet")
+    source = whisper.format(build="ResNet()", use="net.state_dict()")
+    assert check_source(source, rules=[CpuMeetsPlaced], strict=True).violations == []

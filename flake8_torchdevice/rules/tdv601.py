@@ -9,7 +9,7 @@ from ..analysis.flow.words import COLLECTIVE_WORDS, LIGHTNING_STEPS
 from ..analysis.layers import STATEFUL_LAYERS
 from ..analysis.vocabulary import FACTORY_NAMES
 from ..rule import DEFINITION, Rule
-from ..words import LOCAL_CLASS_CALLS
+from ..words import LOCAL_CLASS_CALLS, PROJECT_MODEL_CALLS
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
@@ -98,7 +98,21 @@ class CpuMeetsPlaced(FlowReports, Rule):
       plain class binds to `self.net`, a class that is no module (no `forward`, no base but `object`, `ABC` or
       such classes of the file: an imported base may be a module), where the whole file binds `.net` once and otherwise only calls
       it or such methods, or a method of a module class of this file, `self.policy.distribution(x)` (post-hoc,
-      from the recall list's agents that move each observation but never their network);
+      from the recall list's agents that move each observation but never their network); a model of a constructor
+      the file imports from its own project (`from models.vgg import vgg16_bn`, then `net = vgg16_bn()`), where the
+      file reads the bound name as a module with weights (`net.parameters()`, `net.state_dict()`), the module
+      imported from is no known library (`torchvision`, `transformers`, Whisper, CLIP and others place or build
+      models their own way), the name does not say it builds, loads or prepares (`build_model`, `get_backbone`,
+      `load_model`: such a helper may place what it returns) and no argument speaks of a device (`Net(device)`,
+      `Net(args.gpu)`) nor is a module or tensor the code holds (`ModelMeta(model=model)`, a wrapper that runs where
+      that runs); and one wrapped in `nn.DataParallel`, under its own name (`model = nn.DataParallel(model)`) or in
+      the call (`nn.DataParallel(Net())`), under `if torch.cuda.device_count() > 1:` too: the wrapper holds it
+      where it is, and its forward refuses a module that is not on `device_ids[0]`. Module code that binds the
+      name once in each arm of an `if` (`if n_gpu > 1: model = nn.DataParallel(Net())` / `else: model = Net()`)
+      binds it once, and `print(model)` leaves it where it is (post-hoc, from the recall list's training scripts
+      that build their network from the project's package and move only the batches). An attribute of such a
+      module read as a tensor other than its `weight` or `bias` (`likelihood - model.kl_divergence`) is what its
+      forward made, not a weight: not followed;
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
       in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
@@ -285,7 +299,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
     NEEDS = [
         {".to(", ".cuda(", "device="} | COLLECTIVE_WORDS | LIGHTNING_STEPS,
         {"." + name + "(" for name in FACTORY_NAMES} | {"*cpu"} | {"." + name + "(" for name in STATEFUL_LAYERS}
-        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS, "torchvision", ".from_pretrained("},
+        | {"ToTensor", "to_tensor", "return_tensors", LOCAL_CLASS_CALLS, PROJECT_MODEL_CALLS, "torchvision",
+           ".from_pretrained("},
     ]
     TOGETHER = DEFINITION  # a function, with the module and its class's __init__ facts
 

@@ -346,7 +346,8 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
         handed = {}
         for index, (arg, value) in enumerate(args):
             param = param_for(callee.params, arg, index)
-            if param is not None and value is not None and value.kind == PLACED:
+            # An opaque answer is believed only by a ``.numpy()`` of its own (record_numpy), never by a callee's read.
+            if param is not None and value is not None and value.kind == PLACED and not value.opaque:
                 handed.setdefault(param, (arg, value))
         if not handed:
             return  # no placed value handed to a parameter: nothing for the function to read

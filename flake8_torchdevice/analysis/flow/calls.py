@@ -202,9 +202,12 @@ class Calls:
         mistake there."""
         values = [self.ev(arg.value, env) for arg in call.args]
         inner = values[0] if values else None
-        # A placed module stays placed; any other is only known to be a module: it shares the
-        # wrapped module's parameters, which an in-place ``model.to(device)`` moves later.
-        wrapper = inner.derived() if inner is not None and inner.kind == PLACED else Value(OBJECT, call.func)
+        # A placed module stays placed, and a CPU one built in the call stays on the CPU (the wrapper's forward
+        # wants it on ``device_ids[0]``; without GPUs it is the module itself); any other is only known to be a
+        # module: it shares the wrapped module's parameters, which an in-place ``model.to(device)`` moves later
+        # (``statements.small`` keeps ``model = nn.DataParallel(model)``, where no other name holds the module).
+        built = is_cpu_layer(inner) and bool(call.args) and isinstance(call.args[0].value, cst.Call)
+        wrapper = inner.derived() if inner is not None and inner.kind == PLACED or built else Value(OBJECT, call.func)
         wrapper.scatters = True
         return wrapper
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from ..._lazy import cst
@@ -10,6 +11,7 @@ from ..guards import is_cuda_flag
 from .arrays import converts_stored
 from .facts import key_of
 from .statements import cpu_only_test, cuda_test
+from .layers import is_cpu_layer
 from .values import (
     ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, MOVED, NUMPY, OBJECT, Meet, PLACED, SIBLING, Value, combined,
     either,
@@ -102,14 +104,14 @@ class Expressions:
             base = self.ev(expr.value, env)
             return self.attribute(expr, base)
         if isinstance(expr, cst.BinaryOperation):
-            left, right = self.ev(expr.left, env), self.ev(expr.right, env)
+            left, right = _operand(expr.left, self.ev(expr.left, env)), _operand(expr.right, self.ev(expr.right, env))
             self.meet(expr, left, right)
             return combined(left, right) or _with_number(expr, left, right)
         if isinstance(expr, cst.Comparison):
-            left = self.ev(expr.left, env)
+            left = _operand(expr.left, self.ev(expr.left, env))
             result = None
             for comparison in expr.comparisons:
-                right = self.ev(comparison.comparator, env)
+                right = _operand(comparison.comparator, self.ev(comparison.comparator, env))
                 if isinstance(comparison.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
                     result = None
                 else:
@@ -312,3 +314,15 @@ def _is_number(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
         expr = expr.expression
     return isinstance(expr, (cst.Integer, cst.Float, cst.Imaginary))
+
+
+_WEIGHT_NAME = re.compile(r"(weight|bias)(_|$)")
+
+
+def _operand(node, value: Optional[Value]) -> Optional[Value]:
+    """What an operand of arithmetic or a comparison is known to be. An attribute of a CPU layer read as a
+    tensor (``likelihood - model.kl_divergence``) may be no weight the layer was built with but what its forward
+    made, wherever its input was; its ``weight`` and ``bias`` are weights (``layer.weight + y``)."""
+    if isinstance(node, cst.Attribute) and is_cpu_layer(value) and not _WEIGHT_NAME.match(node.attr.value):
+        return None
+    return value

@@ -18,7 +18,9 @@ from ..._lazy import cst
 from ...names import dotted_name
 from ..code import argument, call_keywords, module_chain_root
 from ..layers import hf_model_class, holds_no_tensor, layer_state, torchvision_builder
-from .values import CPU, LOSS, PLACED, Value, placed_result
+from ..project_models import project_model
+from .values import CPU, LOSS, MOVED, OBJECT, PLACED, Value, placed_result
+from .words import LOOKING_BUILTINS
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Losses whose first parameter is the class weight (``nn.CrossEntropyLoss(w)``); others take it by keyword.
@@ -35,14 +37,14 @@ class Layers:
         device = argument(call, None, "device")
         if device is not None:
             where = self.device_argument(call, device, values, env)
-            return Value(PLACED, call.func) if where == PLACED else _cpu_layer(call) if where == CPU else None
+            return Value(PLACED, call.func) if where == PLACED else cpu_layer(call) if where == CPU else None
         if self.default_device:
             return None  # built on the default device the code set
         if qualified.rpartition(".")[2] in CONTAINERS:
             parts = [(arg, value) for arg, value in zip(call.args, values) if not self._stateless(arg)]
             if not parts or any(arg.star or not is_cpu_layer(value) for arg, value in parts):
                 return None
-        return _cpu_layer(call)
+        return cpu_layer(call)
 
     def library_model(self, call: "cst.Call", qualified: str) -> bool:
         """A model torchvision or Hugging Face transformers builds on the CPU (``analysis/layers.py``);
@@ -68,7 +70,7 @@ class Layers:
             if id(arg) in weights and value is not None and value.kind == CPU and not value.zero and not value.layer:
                 cpu_weight = True
         if cpu_weight and not self.default_device:
-            loss = _cpu_layer(call)
+            loss = cpu_layer(call)
             loss.loss = True
             return loss
         loss = Value(LOSS, call.func)
@@ -81,7 +83,23 @@ class Layers:
         weights are on the CPU, as ``nn.Linear``'s, until the code moves it."""
         for arg in call.args:
             self.ev(arg.value, env)
-        return None if self.default_device else _cpu_layer(call)
+        return None if self.default_device else cpu_layer(call)
+
+    def project_model(self, node: "cst.Assign", env: dict, wrapped: bool = False) -> bool:
+        """``net = vgg16_bn()`` of a constructor imported from the project's own package, for a name the file
+        reads as a module with weights (``analysis/project_models.py``): built on the CPU, as ``Net()`` of a
+        still class of the file is, until the code moves it; not where the code set a default device, nor one
+        given a module or tensor the walk knows (``ModelMeta(model=model)``: a wrapper runs where that is).
+        ``wrapped``: the model ``nn.DataParallel`` is given in the call."""
+        targets, value = node.targets, node.value
+        if wrapped:  # ``nn.DataParallel(vgg16_bn())``: the model it wraps
+            value = value.args[0].value if isinstance(value, cst.Call) and value.args else None
+        if self.default_device or len(targets) != 1 or not isinstance(targets[0].target, cst.Name) or \
+                not isinstance(value, cst.Call):
+            return False
+        if any(isinstance(arg.value, cst.Name) and _holds_a_module(env.get(arg.value.value)) for arg in value.args):
+            return False
+        return project_model(self.names, value, targets[0].target.value)
 
     def _stateless(self, arg: "cst.Arg") -> bool:
         """``nn.ReLU()`` in a container: a torch.nn layer that holds no state."""
@@ -101,18 +119,26 @@ class Layers:
         return None
 
     def escape(self, call: "cst.Call", env: dict) -> list:
-        """The CPU layers ``call`` is handed (``train(model)``): another function may move them."""
+        """The CPU layers ``call`` is handed (``train(model)``): another function may move them (not a builtin
+        that only looks at them, ``print(model)``)."""
+        if isinstance(call.func, cst.Name) and call.func.value in LOOKING_BUILTINS:
+            return []
         return [
             arg.value.value for arg in call.args
             if isinstance(arg.value, cst.Name) and is_cpu_layer(env.get(arg.value.value))
         ]
 
 
+def _holds_a_module(value: Optional[Value]) -> bool:
+    """A placed or moved value, or a module the walk knows of (a CPU layer, an object): what a wrapper runs on."""
+    return value is not None and (value.kind in (PLACED, MOVED, OBJECT) or is_cpu_layer(value))
+
+
 def is_cpu_layer(value: Optional[Value]) -> bool:
     return value is not None and value.kind == CPU and value.layer
 
 
-def _cpu_layer(call: "cst.Call") -> Value:
+def cpu_layer(call: "cst.Call") -> Value:
     value = Value(CPU, call.func)
     value.layer = True
     return value

@@ -7,10 +7,10 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
-from ..guards import _expects_failure, is_cuda_flag, is_cuda_test, is_no_cuda_test
+from ..guards import _expects_failure, ends_block, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .facts import SELF, imported_names, key_of
 from .flags import flag_paths, note_flag, unplace
-from .layers import is_cpu_layer
+from .layers import cpu_layer, is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
 
 
@@ -82,7 +82,16 @@ class Statements:
                 for target in node.targets:
                     self.bind(target.target, None, env)
                 return
+            before = env.get(node.targets[0].target.value) if isinstance(node.targets[0].target, cst.Name) else None
             value = self.ev(node.value, env)
+            if value is None and self.project_model(node, env):
+                value = cpu_layer(node.value)
+            elif value is not None and value.kind == OBJECT and value.scatters and self.project_model(node, env, True):
+                value = cpu_layer(node.value)  # ``model = nn.DataParallel(Net())``: the wrapper holds it where it is
+                value.scatters = True
+            elif is_cpu_layer(before) and value is not None and value.scatters and _wraps(node):
+                value = before.derived()  # ``model = nn.DataParallel(model)``: no other name holds the CPU module
+                value.scatters = True
             for target in node.targets:
                 self.bind(target.target, value, env)
         elif isinstance(node, cst.AnnAssign):
@@ -169,7 +178,7 @@ class Statements:
             self.mute -= cuda_only_else
         elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names) and not _several_gpus(node.test):
             _gpu_path_wins(env, body_env, else_env)
-        merged = merge(body_env, else_env)
+        merged = _after(node, body_env, else_env)
         if bound is not None:
             _keep_attributes_of_one_path(bound, body_env, else_env, merged)
         note_flag(self, node.test, body_env, else_env, merged)
@@ -205,6 +214,29 @@ class Statements:
 
 def params_of(node: cst.FunctionDef) -> list:
     return [n for n in param_names(node.params) if n not in ("self", "cls")]
+
+
+def _after(node: cst.If, body_env: dict, else_env: dict) -> dict:
+    """What follows an ``if``: what both paths agree on, or the facts of the one path that goes on where the other
+    leaves the function or the program (``else: raise ValueError(name)``, ``sys.exit()``, ``return``; not a loop's
+    ``continue`` or ``break``, whose facts the code after the loop may read)."""
+    body_leaves, else_leaves = _leaves(node.body), node.orelse is not None and _chain_leaves(node.orelse)
+    if body_leaves != else_leaves:
+        return dict(else_env if body_leaves else body_env)
+    return merge(body_env, else_env)
+
+
+def _chain_leaves(orelse) -> bool:
+    if isinstance(orelse, cst.If):
+        return _leaves(orelse.body) and orelse.orelse is not None and _chain_leaves(orelse.orelse)
+    return _leaves(orelse.body)
+
+
+def _leaves(body) -> bool:
+    final = body.body[-1] if body.body else None
+    if isinstance(final, cst.SimpleStatementLine):
+        final = final.body[-1] if final.body else None
+    return not isinstance(final, (cst.Continue, cst.Break)) and ends_block(body)
 
 
 def body_of(suite) -> list:
@@ -287,3 +319,10 @@ def cuda_test(test) -> bool:
             return False
     code = code_of(test)
     return "is_available" in code or "is_cuda" in code or '"cuda"' in code or "'cuda'" in code
+
+
+def _wraps(node: "cst.Assign") -> bool:
+    """``model = nn.DataParallel(model)``: one name, rebound to a call whose first argument it is."""
+    target, value = node.targets[0].target, node.value
+    return len(node.targets) == 1 and isinstance(target, cst.Name) and isinstance(value, cst.Call) and \
+        bool(value.args) and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == target.value

@@ -17,6 +17,7 @@ import ast
 
 from ...ast_helpers import ast_dotted_name, ast_self_attribute
 from ..still_modules import still_method
+from .words import DATA_PARALLEL, LOOKING_BUILTINS
 
 # Methods of a module that neither move it nor hand it elsewhere.
 STILL_METHODS = frozenset({
@@ -38,7 +39,48 @@ def untouched(names, candidates: set) -> set:
                 uses.append(node)
             elif isinstance(node, ast.Call):
                 still.update(id(name) for name in _still_callee(node.func))
+                if isinstance(node.func, ast.Name) and node.func.id in LOOKING_BUILTINS:
+                    still.update(id(arg) for arg in node.args if isinstance(arg, ast.Name))
+            elif isinstance(node, ast.Assign):
+                still.update(_rewrapped(names, node))
+            elif isinstance(node, ast.If):
+                still.update(_alternatives(node, candidates))
     return _bound_once_and_still(uses, still, lambda use: use.id)
+
+
+def _alternatives(node: ast.If, candidates: set) -> list:
+    """``if n_gpu > 1: model = nn.DataParallel(Net())`` / ``else: model = Net()``: the ids of the second and later
+    bindings of a name each arm of an ``if`` chain binds at most once, at the arm's top level (one binding runs)."""
+    arms = _arms(node)
+    found = []
+    for name in candidates:
+        stores = [[target for stmt in arm if isinstance(stmt, ast.Assign) for target in stmt.targets
+                   if isinstance(target, ast.Name) and target.id == name] for arm in arms]
+        inside = sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
+        if all(len(arm) <= 1 for arm in stores) and inside == sum(map(len, stores)) > 1:
+            found.extend(id(arm[0]) for arm in [arm for arm in stores if arm][1:])
+    return found
+
+
+def _arms(node: ast.If) -> list:
+    """The bodies of an ``if`` / ``elif`` / ``else`` chain."""
+    arms = [node.body]
+    while len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+        node = node.orelse[0]
+        arms.append(node.body)
+    return arms + [node.orelse] if node.orelse else arms
+
+
+def _rewrapped(names, node: ast.Assign) -> list:
+    """``model = nn.DataParallel(model)``: the ids of both of its ``model`` names. The wrapper holds the module
+    where it is, under the same name (the flow keeps its CPU weights: ``statements.small``)."""
+    value = node.value
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name) or not isinstance(value, ast.Call):
+        return []
+    inner = value.args[0] if value.args else None
+    if not (isinstance(inner, ast.Name) and inner.id == node.targets[0].id):
+        return []
+    return [id(node.targets[0]), id(inner)] if names.qualify_ast(value.func) in DATA_PARALLEL else []
 
 
 def _still_callee(func: ast.expr, kind: type = ast.Name, names=None) -> list:
@@ -85,7 +127,8 @@ def _bound_once_and_still(uses: list, still: set, name_of) -> set:
     touched = set()
     for use in uses:
         if isinstance(use.ctx, ast.Store):
-            bindings[name_of(use)] = bindings.get(name_of(use), 0) + 1
+            if id(use) not in still:  # a rewrap binds no new module
+                bindings[name_of(use)] = bindings.get(name_of(use), 0) + 1
         elif id(use) not in still:
             touched.add(name_of(use))
     return {name for name, count in bindings.items() if count == 1 and name not in touched}

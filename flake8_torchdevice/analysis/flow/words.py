@@ -153,6 +153,8 @@ def moves_its_inputs(call, qualified: str) -> bool:
     return qualified in DISTRIBUTED_PARALLEL and wrapper_names_a_gpu(call, ("device_ids",))
 
 
+# Builtins that only look at what they are given (``print(model)``): they move no module.
+LOOKING_BUILTINS = frozenset({"print", "str", "repr", "len", "isinstance", "type", "id", "hasattr", "getattr"})
 # Loops over these wrappers yield what they wrap.
 WRAPPERS = frozenset("enumerate tqdm iter".split())
 DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())

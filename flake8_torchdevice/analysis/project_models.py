@@ -1,0 +1,87 @@
+"""Models a file builds from a constructor imported from its own project: CPU weights until moved.
+
+``from models.vgg import vgg16_bn`` then ``net = vgg16_bn()``: a module of the project's own package, built on
+the CPU as every ``nn.Module`` is, unless its code moves itself, which this file cannot see. The flow believes
+the CPU only where little else is likely: the name is imported from no known library (those that place what
+they load, Whisper's or CLIP's ``load``, or that are no module at all), it is not named like a helper that may
+place what it builds (``build_model(cfg)``, ``get_backbone()``, ``load_model(path)``), no argument speaks of a
+device (``Net(device)``, ``Net(args.gpu)``), and the file itself treats the bound name as a module with weights
+(``net.parameters()``, ``net.state_dict()``). A model without weights (an augmentation) mixes with any device.
+Read from the ``ast`` of the whole file, once.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .._lazy import cst
+from .code import code_of
+
+# Packages that are no project's own: libraries that place what they build or load, and others.
+_LIBRARIES = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "transformers", "diffusers", "sentence_transformers",
+    "whisper", "clip", "open_clip", "ultralytics", "yolov5", "detectron2", "mmdet", "mmcv", "mmseg", "mmengine",
+    "mmpose", "mmocr", "fairseq", "accelerate", "lightning", "pytorch_lightning", "timm", "peft", "vllm",
+    "deepspeed", "apex", "kornia", "facenet_pytorch", "segment_anything", "lavis", "fastai", "allennlp",
+    "flair", "spacy", "stanza", "gym", "gymnasium", "stable_baselines3", "ray", "dgl", "torch_geometric",
+    "numpy", "sklearn", "pandas", "scipy", "PIL", "cv2", "tensorflow", "keras", "jax", "flax", "onnxruntime",
+})
+# Helpers that may place what they build, load or wrap.
+_HELPER_VERBS = re.compile(
+    r"^(build|get|load|create|make|init|setup|set|prepare|restore|from|to|wrap|instantiate|fetch|auto|resume|"
+    r"convert|parallel|distribute|place|move|select|choose)", re.I)
+_PLACING_WORDS = re.compile(r"device|cuda|gpu|rank|map_location|accelerator", re.I)
+_WEIGHT_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "load_state_dict"})
+
+
+def project_model(names, call: "cst.Call", target: str) -> bool:
+    """Does ``target = call`` bind a CPU module of the project's own (see the module's docstring)?"""
+    func = call.func
+    if not isinstance(func, cst.Name):
+        return False
+    imports, weighted = _read(names.module_body)
+    if target not in weighted or func.value not in imports:
+        return False
+    return not any(arg.star or _PLACING_WORDS.search(code_of(arg)) for arg in call.args)
+
+
+def project_constructors(body: list) -> frozenset:
+    """The imported names ``project_model`` may accept as constructors, where the file reads some name as a
+    module with weights (what the engine's selection keeps): a module's ``ast`` body."""
+    imports, weighted = _read(body)
+    return imports if weighted else frozenset()
+
+
+def may_build_project_models(present: frozenset) -> bool:
+    """Can the file's words hold a project model at all (a cheap test before ``project_constructors``)?"""
+    return "import" in present and not _WEIGHT_METHODS.isdisjoint(present)
+
+
+_LAST: list = [None, None]  # the last module body read, and what was read: the engine and the flow ask in turn
+
+
+def _read(body: list) -> tuple:
+    """(constructors, weighted names) of a module's ``ast`` body: each name of a ``from module import name`` whose
+    module is no known library, not named like a helper and not defined or rebound by the file itself; and each
+    name the file reads as a module with weights (``net.parameters()``, ``net.load_state_dict(...)``)."""
+    if _LAST[0] is body:
+        return _LAST[1]
+    imported: set = set()
+    defined: set = set()
+    weighted: set = set()
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in _LIBRARIES):
+                imported.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                defined.add(node.id)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in _WEIGHT_METHODS and isinstance(node.func.value, ast.Name):
+                weighted.add(node.func.value.id)
+    constructors = frozenset(name for name in imported - defined if not _HELPER_VERBS.match(name))
+    found = (constructors, frozenset(weighted))
+    _LAST[:] = [body, found]
+    return found
