@@ -35,7 +35,7 @@ from .analysis.entry_helpers import entry_helpers
 from .analysis.guards import context_words
 from .analysis.self_calls import follows_self_calls
 from .analysis.still_modules import still_class
-from .analysis.project_models import may_build_project_models, project_constructors
+from .analysis.project_models import may_build_project_models, project_constructor_words
 from .names import name_binding_nodes, resolver_from_ast, scope_nodes, update_from_cst
 from .rule import DEFINITION, FileContext, Report, Rule, Violation
 from .rules import ALL_RULES
@@ -123,7 +123,7 @@ def _check(source, tree, rules, filename, full, keep_reports, parts=None, cells=
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             return Result(error=_syntax_message(exc))
     present = words.identifiers(source)
-    if may_build_project_models(present) and project_constructors(tree.body):
+    if may_build_project_models(present) and project_constructor_words(source):
         present = present | {words.bare(words.PROJECT_MODEL_CALLS)}  # a rule needing one may be live
     # The whole-file run is the reference that NEEDS claims are tested
     # against: it runs every rule, whatever words the file holds.
@@ -237,7 +237,7 @@ class _Scan:
             wanted |= {name + "(" for name in self.names.local_class_names()
                        if name in self.present and still_class(self.names, name)}
         if words.PROJECT_MODEL_CALLS in group:  # ``vgg16_bn(``: a constructor imported from the project's own package
-            wanted |= {name + "(" for name in project_constructors(self.tree.body) if name in self.present}
+            wanted |= {name + "(" for name in project_constructor_words(self.source) if name in self.present}
         # ``from torch import load``: a plain ``load`` means ``torch.load`` (a ``.load`` word).
         # It keeps its ``(``: ``from torch import Tensor`` makes ``Tensor(`` a call, not every annotation.
         wanted |= {word[1:] for word in wanted if word.startswith(".") and self.imported(words.bare(word))}

@@ -7,7 +7,8 @@ they load, Whisper's or CLIP's ``load``, or that are no module at all), it is no
 place what it builds (``build_model(cfg)``, ``get_backbone()``, ``load_model(path)``), no argument speaks of a
 device (``Net(device)``, ``Net(args.gpu)``), and the file itself treats the bound name as a module with weights
 (``net.parameters()``, ``net.state_dict()``). A model without weights (an augmentation) mixes with any device.
-Read from the ``ast`` of the whole file, once.
+One scan of the text first (the names its ``from`` imports bind, a read of weights: what the engine's selection
+keeps), then the ``ast`` of the whole file, once, where the flow meets such a call.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ast
 import re
 
 from .._lazy import cst
+from ..words import names_imported_from
 from .code import code_of
 
 # Packages that are no project's own: libraries that place what they build or load, and others.
@@ -35,10 +37,10 @@ _PLACING_WORDS = re.compile(r"device|cuda|gpu|rank|map_location|accelerator", re
 _WEIGHT_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "load_state_dict"})
 
 
-def project_model(names, call: "cst.Call", target: str) -> bool:
+def project_model(names, call: "cst.Call", target: str, source: str) -> bool:
     """Does ``target = call`` bind a CPU module of the project's own (see the module's docstring)?"""
     func = call.func
-    if not isinstance(func, cst.Name):
+    if not isinstance(func, cst.Name) or func.value not in project_constructor_words(source):
         return False
     imports, weighted = _read(names.module_body)
     if target not in weighted or func.value not in imports:
@@ -46,19 +48,26 @@ def project_model(names, call: "cst.Call", target: str) -> bool:
     return not any(arg.star or _PLACING_WORDS.search(code_of(arg)) for arg in call.args)
 
 
-def project_constructors(body: list) -> frozenset:
-    """The imported names ``project_model`` may accept as constructors, where the file reads some name as a
-    module with weights (what the engine's selection keeps): a module's ``ast`` body."""
-    imports, weighted = _read(body)
-    return imports if weighted else frozenset()
+def project_constructor_words(source: str) -> frozenset:
+    """The names a ``from ... import`` of ``source`` binds that ``project_model`` may accept as constructors, where
+    the text reads some name as a module with weights: a superset, from one scan of the text (what the engine's
+    selection keeps, and the flow's first test before it reads the ``ast``)."""
+    if _WORDS[0] is not source:
+        found = frozenset()
+        if _WEIGHT_READ.search(source):
+            found = frozenset(name for name in names_imported_from(source) if not _HELPER_VERBS.match(name))
+        _WORDS[:] = [source, found]
+    return _WORDS[1]
 
 
 def may_build_project_models(present: frozenset) -> bool:
-    """Can the file's words hold a project model at all (a cheap test before ``project_constructors``)?"""
+    """Can the file's words hold a project model at all (a test of its identifiers before it is read)?"""
     return "import" in present and not _WEIGHT_METHODS.isdisjoint(present)
 
 
-_LAST: list = [None, None]  # the last module body read, and what was read: the engine and the flow ask in turn
+_WORDS: list = [None, frozenset()]  # the last source read, and its constructor words
+_WEIGHT_READ = re.compile(r"\.\s*(?:parameters|named_parameters|state_dict|load_state_dict)\s*\(")
+_LAST: list = [None, None]  # the last module body read, and what was read: the flow asks at each assignment
 
 
 def _read(body: list) -> tuple:

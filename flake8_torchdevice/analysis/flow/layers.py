@@ -99,7 +99,7 @@ class Layers:
             return False
         if any(isinstance(arg.value, cst.Name) and _holds_a_module(env.get(arg.value.value)) for arg in value.args):
             return False
-        return project_model(self.names, value, targets[0].target.value)
+        return project_model(self.names, value, targets[0].target.value, self.context.source)
 
     def _stateless(self, arg: "cst.Arg") -> bool:
         """``nn.ReLU()`` in a container: a torch.nn layer that holds no state."""
