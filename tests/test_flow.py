@@ -1411,6 +1411,13 @@ def test_a_batch_not_moved_by_its_method_still_leaves_its_elements_behind(move):
     assert codes(_BATCH_LOOP.replace("batch.to_torch_(device)", move)) != []
 
 
+def test_a_part_taken_before_the_batchs_own_method_may_be_moved_with_it():
+    # ``to_torch_`` of a project's batch class may move the objects it shares in place; ``.to()`` rebinds tensors.
+    before = "src = batch.src\n        batch.{move}\n        out = model(src)"
+    assert codes(_BATCH_LOOP.replace("batch.to_torch_(device)", before.format(move="to_torch_(device)"))) == []
+    assert codes(_BATCH_LOOP.replace("batch.to_torch_(device)", before.format(move="to(device)"))) != []
+
+
 _UNPACKED = '''\
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 

@@ -103,7 +103,10 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       when it is there);
     - elements read after the batch is handed to one of its own methods with a device that may be CUDA
       (`batch.to_torch_(device)`, a container's in-place `batch.to(device)` as PyG's `Data.to` is, `batch.cuda()`):
-      it may hold placed tensors from there on (an element read before it is still the CPU tensor);
+      it may hold placed tensors from there on (an element read before a `.to()` or `.cuda()` is still the CPU
+      tensor, as the container rebinds its tensors; one read before a project's own method, `src = batch.src` then
+      `batch.to_torch_(device)`, may be an object the batch shares and moves in place: not believed left behind;
+      post-hoc, from v95's tutorial loop);
     - an element handed to a placed module beside a sibling the loop moved, or a value made from one (`x =
       batch["image"].to(device)`, then `model(x, crops=batch["crop"])`; `model(offsets, feats)` after `feats =
       feats.to(device)`): the loop chose which elements the module gets on the device, as it keeps

@@ -239,7 +239,14 @@ class Calls:
             return Value(FRAMEWORK, call)
         if receiver is not None and receiver.kind == BATCH:
             if isinstance(func.value, cst.Name) and moves_its_contents(call, method, args):
-                env.pop(func.value.value, None)  # its elements may be on the device from here on
+                # Its elements may be on the device from here on. A project's own method (``batch.to_torch_(device)``)
+                # may also have moved the parts taken from it before, objects the batch shares (``src = batch.src``);
+                # a container's ``.to()`` / ``.cuda()`` (PyG's ``Data.to``) rebinds its tensors: those stay behind.
+                env.pop(func.value.value, None)
+                if method not in ("to", "cuda"):
+                    loop = receiver.loop
+                    for name in [name for name, value in env.items() if value.kind == SIBLING and value.loop is loop]:
+                        env.pop(name)
             return None  # batch.to(device) may move a container in place
         if method in ("to", "cuda"):
             if receiver is not None and receiver.kind == LOSS and receiver.empty:

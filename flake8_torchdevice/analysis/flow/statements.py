@@ -176,7 +176,8 @@ class Statements:
             else:
                 self.block(body_of(node.orelse.body), else_env)
             self.mute -= cuda_only_else
-        elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names) and not _several_gpus(node.test):
+        elif is_cuda_test(node.test) and not is_no_cuda_test(node.test, self.names) and not _several_gpus(node.test) \
+                and not _leaves(node.body):  # a GPU path that returns is not what follows the ``if``
             _gpu_path_wins(env, body_env, else_env)
         merged = _after(node, body_env, else_env)
         if bound is not None:
