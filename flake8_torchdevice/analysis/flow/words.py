@@ -154,7 +154,7 @@ def moves_its_inputs(call, qualified: str) -> bool:
 
 
 # Builtins that only look at what they are given (``print(model)``): they move no module.
-LOOKING_BUILTINS = frozenset({"print", "str", "repr", "len", "isinstance", "type", "id", "hasattr", "getattr"})
+LOOKING_BUILTINS = frozenset({"print", "str", "repr", "len", "isinstance", "type", "id", "hasattr"})
 # Loops over these wrappers yield what they wrap.
 WRAPPERS = frozenset("enumerate tqdm iter".split())
 DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
