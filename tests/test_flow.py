@@ -2005,7 +2005,8 @@ def main(name, x):
     ("print(name); sys.exit(1)", True),
     ("return None", True),
     ("net = None", False),  # a third path with another value: nothing agreed on
-    ("pass", False),  # a path where net is unbound: not followed
+    ("pass", True),  # a path where net is unbound: a later read raises NameError there
+    ("print(net)", False),  # the path names it: it may be bound there (a global, another binding)
 ])
 def test_a_path_that_leaves_does_not_dilute_what_the_others_agree_on(other, reported):
     source = _BRANCHES.format(other=other)
@@ -2032,3 +2033,19 @@ def test_a_project_model_is_on_the_cpu_only_with_evidence_of_weights():
     whisper = base.replace("from models.resnet import ResNet", "from whisper import ResNet")
     source = whisper.format(build="ResNet()", use="net.state_dict()")
     assert check_source(source, rules=[CpuMeetsPlaced], strict=True).violations == []
+
+
+@pytest.mark.parametrize("signature, before, reported", [
+    ("def main(name, x):", "", True),
+    ("def main(name, x, net=None):", "", False),  # a parameter: bound on the path that binds nothing
+    ("def main(name, x):", "    net = build(name)\n", False),  # bound before the if, to what the walk cannot tell
+    ("def main(name, x):", "    print(args.net)\n", True),  # an attribute's name is no variable
+])
+def test_a_name_first_bound_in_one_arm_holds_that_arms_value(signature, before, reported):
+    source = (
+        f"import torch\nfrom torch import nn\n\n\n{signature}\n{before}    if name == 'small':\n"
+        "        net = nn.Linear(4, 2)\n    elif name == 'large':\n        net = nn.Linear(4, 2, bias=False)\n"
+        "    else:\n        print('unsupported', name)\n    return net(x.cuda())\n"
+    )
+    found = check_source(source, rules=[CpuMeetsPlaced], strict=True).violations
+    assert bool(found) == reported

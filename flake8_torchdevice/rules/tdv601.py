@@ -111,8 +111,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
       the call (`nn.DataParallel(Net())`), under `if torch.cuda.device_count() > 1:` too: the wrapper holds it
       where it is, and its forward refuses a module that is not on `device_ids[0]`. Module code that binds the
       name once in each arm of an `if` (`if n_gpu > 1: model = nn.DataParallel(Net())` / `else: model = Net()`)
-      binds it once, and `print(model)` leaves it where it is (post-hoc, from the recall list's training scripts
-      that build their network from the project's package and move only the batches). An attribute of such a
+      binds it once, and `print(model)` or `writer.add_graph(model, x)` leaves it where it is; a name first bound in
+      some arms of an `if` chain whose other arms never name it (`else: print("unsupported")`: a later read raises
+      `NameError` there) holds what those arms bind, and an arm that raises, returns or exits is no path that goes on
+      (post-hoc, from the recall list's training scripts that build their network from the project's package and
+      move only the batches). An attribute of such a
       module read as a tensor other than its `weight` or `bias` (`likelihood - model.kl_divergence`) is what its
       forward made, not a weight: not followed;
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved

@@ -20,7 +20,7 @@ from ..code import argument, call_keywords, module_chain_root
 from ..layers import hf_model_class, holds_no_tensor, layer_state, torchvision_builder
 from ..project_models import project_model
 from .values import CPU, LOSS, MOVED, OBJECT, PLACED, Value, placed_result
-from .words import LOOKING_BUILTINS
+from .words import LOOKING_BUILTINS, LOOKING_METHODS
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Losses whose first parameter is the class weight (``nn.CrossEntropyLoss(w)``); others take it by keyword.
@@ -120,8 +120,10 @@ class Layers:
 
     def escape(self, call: "cst.Call", env: dict) -> list:
         """The CPU layers ``call`` is handed (``train(model)``): another function may move them (not a builtin
-        that only looks at them, ``print(model)``)."""
-        if isinstance(call.func, cst.Name) and call.func.value in LOOKING_BUILTINS:
+        that only looks at them, ``print(model)``, ``writer.add_graph(model, x)``)."""
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in LOOKING_BUILTINS or \
+                isinstance(func, cst.Attribute) and func.attr.value in LOOKING_METHODS:
             return []
         return [
             arg.value.value for arg in call.args

@@ -8,7 +8,7 @@ from typing import Optional
 from ..._lazy import cst
 from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
 from ..guards import _expects_failure, ends_block, is_cuda_flag, is_cuda_test, is_no_cuda_test
-from .facts import SELF, imported_names, key_of
+from .facts import SELF, declared_global, imported_names, key_of
 from .flags import flag_paths, note_flag, unplace
 from .layers import cpu_layer, is_cpu_layer
 from .values import BOUND, CPU, DEVICE, INPUT, MOVED, OBJECT, PLACED, Value, combined, merge
@@ -180,11 +180,25 @@ class Statements:
                 and not _leaves(node.body):  # a GPU path that returns is not what follows the ``if``
             _gpu_path_wins(env, body_env, else_env)
         merged = _after(node, body_env, else_env)
+        merged.update(self.first_bound(node, body_env, else_env, env, merged))
         if bound is not None:
             _keep_attributes_of_one_path(bound, body_env, else_env, merged)
         note_flag(self, node.test, body_env, else_env, merged)
         env.clear()
         env.update(merged)
+
+    def first_bound(self, node: cst.If, body_env: dict, else_env: dict, before: dict, merged: dict) -> dict:
+        """The names this ``if`` binds first, on one path only: the other path never mentions them, nor does the scope
+        before the ``if`` (a parameter included) nor any ``global`` statement, so there they are unbound and a later
+        read raises ``NameError``. What follows holds the binding path's value (``if args.net == "vgg": net = vgg()``
+        ... ``else: print("unsupported")``)."""
+        found: dict = {}
+        for env, other in ((body_env, node.orelse), (else_env, node.body)):
+            for name in [name for name in env if name not in merged and name not in before and "." not in name]:
+                if not (_mentions(other, name) or _mentions_before(self._node, node, name)
+                        or name in declared_global(self.context.source)):
+                    found[name] = env[name]
+        return found
 
     def class_defaults(self) -> Optional[set]:
         """In ``__init__``: ``_class_attributes`` of its class, read once per walk; else None."""
@@ -238,6 +252,53 @@ def _leaves(body) -> bool:
     if isinstance(final, cst.SimpleStatementLine):
         final = final.body[-1] if final.body else None
     return not isinstance(final, (cst.Continue, cst.Break)) and ends_block(body)
+
+
+def _mentions(node, name: str) -> bool:
+    """Does ``name`` occur as a variable anywhere in ``node`` (None: an ``if`` without ``else``)?"""
+    pending = [node] if node is not None else []
+    while pending:
+        current = pending.pop()
+        if isinstance(current, cst.Name) and current.value == name:
+            return True
+        pending.extend(_parts(current))
+    return False
+
+
+def _parts(node) -> list:
+    """The children of ``node`` that may name a variable: not an attribute's name (``args.net``) nor a keyword's."""
+    if isinstance(node, (cst.Attribute, cst.Arg)):
+        return [node.value]
+    return list(node.children)
+
+
+def _mentions_before(scope, stop, name: str) -> bool:
+    """Does ``name`` occur in ``scope`` (a function, its parameters included, or the module) before ``stop``, in the
+    order of the source? Not in the bodies of nested definitions, which are other scopes (their names count)."""
+    pending = [scope]
+    while pending:
+        current = pending.pop()
+        if current is stop:
+            return False
+        if isinstance(current, cst.Name) and current.value == name:
+            return True
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and current is not scope:
+            if not isinstance(current, cst.Lambda) and current.name.value == name:
+                return True
+            continue
+        if isinstance(current, cst.If) and _in_chain(current.orelse, stop):
+            pending.extend([current.orelse, current.test])  # an ``elif`` of this chain: its earlier arms are exclusive
+            continue
+        pending.extend(reversed(_parts(current)))
+    return False
+
+
+def _in_chain(orelse, stop) -> bool:
+    while isinstance(orelse, cst.If):
+        if orelse is stop:
+            return True
+        orelse = orelse.orelse
+    return False
 
 
 def body_of(suite) -> list:

@@ -17,7 +17,7 @@ import ast
 
 from ...ast_helpers import ast_dotted_name, ast_self_attribute
 from ..still_modules import still_method
-from .words import DATA_PARALLEL, LOOKING_BUILTINS
+from .words import DATA_PARALLEL, LOOKING_BUILTINS, LOOKING_METHODS
 
 # Methods of a module that neither move it nor hand it elsewhere.
 STILL_METHODS = frozenset({
@@ -39,7 +39,8 @@ def untouched(names, candidates: set) -> set:
                 uses.append(node)
             elif isinstance(node, ast.Call):
                 still.update(id(name) for name in _still_callee(node.func))
-                if isinstance(node.func, ast.Name) and node.func.id in LOOKING_BUILTINS:
+                if isinstance(node.func, ast.Name) and node.func.id in LOOKING_BUILTINS or \
+                        isinstance(node.func, ast.Attribute) and node.func.attr in LOOKING_METHODS:
                     still.update(id(arg) for arg in node.args if isinstance(arg, ast.Name))
             elif isinstance(node, ast.Assign):
                 still.update(_rewrapped(names, node))

@@ -155,6 +155,8 @@ def moves_its_inputs(call, qualified: str) -> bool:
 
 # Builtins that only look at what they are given (``print(model)``): they move no module.
 LOOKING_BUILTINS = frozenset({"print", "str", "repr", "len", "isinstance", "type", "id", "hasattr"})
+# Methods that only trace or describe a model they are handed (TensorBoard's ``writer.add_graph(model, x)``).
+LOOKING_METHODS = frozenset({"add_graph"})
 # Loops over these wrappers yield what they wrap.
 WRAPPERS = frozenset("enumerate tqdm iter".split())
 DEVICE_TYPES = frozenset("cpu cuda mps xpu meta hpu npu xla".split())
