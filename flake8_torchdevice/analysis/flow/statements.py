@@ -194,7 +194,8 @@ class Statements:
         ... ``else: print("unsupported")``)."""
         found: dict = {}
         for env, other in ((body_env, node.orelse), (else_env, node.body)):
-            for name in [name for name in env if name not in merged and name not in before and "." not in name]:
+            for name in [name for name, value in env.items() if value.kind in (CPU, PLACED, MOVED)
+                         and name not in merged and name not in before and "." not in name]:
                 if not (_mentions(other, name) or _mentions_before(self._node, node, name)
                         or name in declared_global(self.context.source)):
                     found[name] = env[name]
