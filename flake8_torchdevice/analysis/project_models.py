@@ -49,13 +49,19 @@ def project_model(names, call: "cst.Call", target: str, source: str) -> bool:
 
 
 def project_constructor_words(source: str) -> frozenset:
-    """The names a ``from ... import`` of ``source`` binds that ``project_model`` may accept as constructors, where
-    the text reads some name as a module with weights: a superset, from one scan of the text (what the engine's
-    selection keeps, and the flow's first test before it reads the ``ast``)."""
-    if _WORDS[0] is not source:
+    """The names a ``from ... import`` of ``source`` binds that ``project_model`` may accept as constructors: those
+    the text calls to bind a name it reads as a module with weights (``net = vgg16_bn(``, then ``net.parameters(``).
+    A superset of what the ``ast`` says, from scans of the text: what the engine's selection keeps, and the flow's
+    first test before it reads the ``ast``."""
+    if _WORDS[0] is not source and _WORDS[0] != source:  # the engine, its selection and the flow ask in turn
         found = frozenset()
-        if _WEIGHT_READ.search(source):
-            found = frozenset(name for name in names_imported_from(source) if not _HELPER_VERBS.match(name))
+        weighted = {match.group(1) for match in (_RECEIVER.search(source, max(0, read.start() - 300), read.start())
+                                                 for read in _WEIGHT_READ.finditer(source)) if match}
+        if weighted:
+            built = {match.group(1) for name in weighted for match in _bound_call(name).finditer(source)}
+            if built:
+                imported = names_imported_from(source)
+                found = frozenset(name for name in built & imported if not _HELPER_VERBS.match(name))
         _WORDS[:] = [source, found]
     return _WORDS[1]
 
@@ -66,7 +72,22 @@ def may_build_project_models(present: frozenset) -> bool:
 
 
 _WORDS: list = [None, frozenset()]  # the last source read, and its constructor words
-_WEIGHT_READ = re.compile(r"\.\s*(?:parameters|named_parameters|state_dict|load_state_dict)\s*\(")
+# Between two tokens: spaces and line breaks, a backslash continuation, a comment (``net \\`` newline ``.parameters(``).
+_GAP = r"(?:\s|\\\n|#[^\n]*)*"
+_DOTTED = rf"[A-Za-z_]\w*(?:{_GAP}\.{_GAP}[A-Za-z_]\w*)*"
+# ``net.parameters(``: a read of weights (the method's name found first: a fast scan), then the receiver and its dot
+# just before it (a short look back).
+_WEIGHT_READ = re.compile(rf"(?:parameters|named_parameters|state_dict|load_state_dict){_GAP}\(")
+_RECEIVER = re.compile(rf"\b([A-Za-z_]\w*){_GAP}\.{_GAP}\Z")
+# What a name is bound to: ``vgg16_bn(``, ``nn.DataParallel(Net(`` (the callee captured).
+_CALLED = rf"{_GAP}\(?{_GAP}(?:{_DOTTED}{_GAP}\({_GAP})?([A-Za-z_]\w*){_GAP}\("
+
+
+def _bound_call(name: str) -> "re.Pattern":
+    """``net = vgg16_bn(``, ``net = nn.DataParallel(Net(``: ``name`` bound to a call, or to a call's first argument."""
+    return re.compile(rf"\b{re.escape(name)}[ \t]*=(?!=){_CALLED}")
+
+
 _LAST: list = [None, None]  # the last module body read, and what was read: the flow asks at each assignment
 
 
