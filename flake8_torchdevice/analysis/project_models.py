@@ -73,7 +73,7 @@ def may_build_project_models(present: frozenset) -> bool:
 
 _WORDS: list = [None, frozenset()]  # the last source read, and its constructor words
 # Between two tokens: spaces and line breaks, a backslash continuation, a comment (``net \\`` newline ``.parameters(``).
-_GAP = r"(?:\s|\\\n|#[^\n]*)*"
+_GAP = r"(?:\s|\\\n|#[^\n]*\n)*"  # a comment runs to its line's end: one way to read each gap, no backtracking
 _DOTTED = rf"[A-Za-z_]\w*(?:{_GAP}\.{_GAP}[A-Za-z_]\w*)*"
 # ``net.parameters(``: a read of weights (the method's name found first: a fast scan), then the receiver and its dot
 # just before it (a short look back).
