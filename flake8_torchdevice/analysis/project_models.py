@@ -77,7 +77,7 @@ _GAP = r"(?:\s|\\\n|#[^\n]*\n)*"  # a comment runs to its line's end: one way to
 _DOTTED = rf"[A-Za-z_]\w*(?:{_GAP}\.{_GAP}[A-Za-z_]\w*)*"
 # ``net.parameters(``: a read of weights (the method's name found first: a fast scan), then the receiver and its dot
 # just before it (a short look back).
-_WEIGHT_READ = re.compile(rf"(?:parameters|named_parameters|state_dict|load_state_dict){_GAP}\(")
+_WEIGHT_READ = re.compile(rf"(?:{'|'.join(sorted(_WEIGHT_METHODS, key=len, reverse=True))}){_GAP}\(")
 _RECEIVER = re.compile(rf"\b([A-Za-z_]\w*){_GAP}\.{_GAP}\Z")
 # What a name is bound to: ``vgg16_bn(``, ``nn.DataParallel(Net(`` (the callee captured).
 _CALLED = rf"{_GAP}\(?{_GAP}(?:{_DOTTED}{_GAP}\({_GAP})?([A-Za-z_]\w*){_GAP}\("

@@ -193,11 +193,13 @@ class Statements:
         read raises ``NameError``. What follows holds the binding path's value (``if args.net == "vgg": net = vgg()``
         ... ``else: print("unsupported")``)."""
         found: dict = {}
+        declared = None  # read from the text once, where a name needs it
         for env, other in ((body_env, node.orelse), (else_env, node.body)):
             for name in [name for name, value in env.items() if value.kind in (CPU, PLACED, MOVED)
                          and name not in merged and name not in before and "." not in name]:
-                if not (_mentions(other, name) or _mentions_before(self._node, node, name)
-                        or name in declared_global(self.context.source)):
+                if declared is None:
+                    declared = declared_global(self.context.source)
+                if not (name in declared or _mentions(other, name) or _mentions_before(self._node, node, name)):
                     found[name] = env[name]
         return found
 

@@ -14,6 +14,7 @@ on which units the engine parses.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 
 from ...ast_helpers import ast_dotted_name, ast_self_attribute
 from ..still_modules import still_method
@@ -53,12 +54,12 @@ def _alternatives(node: ast.If, candidates: set) -> list:
     """``if n_gpu > 1: model = nn.DataParallel(Net())`` / ``else: model = Net()``: the ids of the second and later
     bindings of a name each arm of an ``if`` chain binds at most once, at the arm's top level (one binding runs)."""
     arms = _arms(node)
+    inside = Counter(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
     found = []
     for name in candidates:
         stores = [[target for stmt in arm if isinstance(stmt, ast.Assign) for target in stmt.targets
                    if isinstance(target, ast.Name) and target.id == name] for arm in arms]
-        inside = sum(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
-        if all(len(arm) <= 1 for arm in stores) and inside == sum(map(len, stores)) > 1:
+        if all(len(arm) <= 1 for arm in stores) and inside[name] == sum(map(len, stores)) > 1:
             found.extend(id(arm[0]) for arm in [arm for arm in stores if arm][1:])
     return found
 
@@ -128,7 +129,7 @@ def _bound_once_and_still(uses: list, still: set, name_of) -> set:
     touched = set()
     for use in uses:
         if isinstance(use.ctx, ast.Store):
-            if id(use) not in still:  # a rewrap binds no new module
+            if id(use) not in still:  # a rewrap, or another arm's binding of one ``if`` chain, binds no new module
                 bindings[name_of(use)] = bindings.get(name_of(use), 0) + 1
         elif id(use) not in still:
             touched.add(name_of(use))
