@@ -290,6 +290,97 @@ def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
     assert codes(train + main.format(wrap="")) == [("TDV602", 7)]
 
 
+@pytest.mark.parametrize("wrap, reported", [
+    ("DDP(Halves())", []),  # a module of this file that moves its input itself takes the CPU images
+    ("DDP(nn.Linear(4, 2).cuda())", [("TDV602", 13)]),  # a placed module: no device_ids, so nothing moves them
+    ("DDP(nn.Linear(4, 2).cuda(), device_ids=[0])", []),  # device_ids: the wrapper moves them to device 0
+])
+def test_distributed_data_parallel_without_device_ids_is_called_as_its_module(wrap, reported):
+    source = (
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
+        "class Halves(nn.Module):\n    def forward(self, x):\n        return x.to('cuda:1')\n\n\n"
+        f"def train(loader):\n    model = {wrap}\n    for images, labels in loader:\n"
+        "        labels = labels.cuda()\n        out = model(images)\n"
+        "        loss = nn.functional.cross_entropy(out, labels)\n"
+    )
+    assert codes(source) == [(code, line + 3) for code, line in reported]
+
+
+@pytest.mark.parametrize("filled, reported", [
+    ("lin.weight.data = w\n    lin.bias.data = b\n", []),  # its parameters now hold the placed tensors
+    ("lin.weight = w\n", []),
+    ("lin.weight.data = torch.zeros(3, 8)\n", ["TDV601"]),  # still CPU tensors
+    ("lin.head = nn.Linear(3, 3).cuda()\n", ["TDV601"]),  # a placed submodule moves nothing else
+])
+def test_a_layer_given_placed_weights_is_no_longer_on_the_cpu(filled, reported):
+    source = (
+        "def f(x):\n    w, b = torch.rand(3, 8).cuda(), torch.rand(3).cuda()\n    lin = nn.Linear(8, 3)\n"
+        f"    {filled}    return lin(x.cuda())\n"
+    )
+    call = 7 + filled.count("\n")  # the line of ``lin(x.cuda())``, after the three of HEAD
+    assert codes(source) == [(code, call) for code in reported]
+
+
+@pytest.mark.parametrize("given, reported", [
+    ("np.zeros((3, 4))", []),  # a NumPy array: no torch module's generate, some helper object's method
+    ("torch.ones(3, 4).to(device)", [("TDV603", 8)]),  # a model's generate, its answer on the device
+])
+def test_generate_of_numpy_arrays_is_no_models_answer(given, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "net = nn.Linear(4, 4).to(device)\ngen = net.voxel_generator\n"
+        f"coords = gen.generate({given}, max_voxels=9)\nout = np.pad(coords, 1)\n"
+    )
+    assert codes(source) == reported
+
+
+@pytest.mark.parametrize("evidence, reported", [
+    ("self.network.train()", [("TDV603", 9)]),  # used as a module: its answer to a placed batch is placed
+    ("self.network.parameters()", [("TDV603", 9)]),
+    ("pass", []),  # any callable the object keeps may answer with no tensor: its unpacked parts say nothing
+])
+def test_a_module_the_object_keeps_answers_a_placed_batch_on_its_device(evidence, reported):
+    source = (
+        "class Trainer:\n    def step(self, data):\n"
+        f"        {evidence}\n"
+        "        data = data.to(self.device)\n        out, explain = self.network(data)\n"
+        "        return explain.sum(0).detach().numpy()\n"
+    )
+    assert codes(source) == reported
+
+
+@pytest.mark.parametrize("sample, reported", [
+    ("(x.to(device), y.to(device))", []),  # a dataset of placed samples: its batches are placed
+    ("x.to(device)", []),
+    ("(x, y)", [("TDV602", 8)]),  # CPU samples: the placed model meets a CPU batch
+])
+def test_a_dataset_appended_sample_by_sample_keeps_where_its_samples_are(sample, reported):
+    source = (
+        "def train(raw, model, device):\n    model = model.to(device)\n    items = []\n"
+        f"    for x, y in raw:\n        items.append({sample})\n"
+        "    loader = torch.utils.data.DataLoader(items)\n    for xb, yb in loader:\n        model(xb)\n"
+    )
+    assert codes(source) == [(code, line + 3) for code, line in reported]
+
+
+@pytest.mark.parametrize("returns, unpack, reported", [
+    ("return grid.to(device), mask", "grid, mask", [("TDV601", 15)]),  # the placed part meets a CPU tensor
+    ("return grid.to(device), mask", "mask, grid", []),  # the CPU part is what meets it
+    ("return grid, mask", "grid, mask", []),  # no part placed
+    ("return grid.to(device), mask", "pair", []),  # not unpacked: the tuple itself says nothing
+    ("return grid.to(device), mask\n    return grid, mask", "grid, mask", []),  # one return leaves it on the CPU
+])
+def test_a_helpers_tuple_unpacks_into_its_parts_devices(returns, unpack, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        f"def make(image):\n    grid, mask = torch.rand(2, 2), np.zeros(2)\n    {returns}\n\n\n"
+        f"def run(image):\n    base = torch.zeros(2, 2)\n    {unpack} = make(image)\n"
+        "    return torch.cat((base, grid))\n"
+    )
+    shift = returns.count("\n")
+    assert codes(source) == [(code, line + shift) for code, line in reported]
+
+
 @pytest.mark.parametrize("element, found", [("data_info", []), ("file_names", []), ("mask", [("TDV602", 8)])])
 def test_a_batchs_metadata_handed_to_a_placed_model_is_no_tensor(element, found):
     # ``model(data_info)``: a model may take the batch's file names, whatever the loop moved.
@@ -2032,6 +2123,21 @@ def test_a_project_model_is_on_the_cpu_only_with_evidence_of_weights():
     assert check_source(source, rules=[CpuMeetsPlaced], strict=True).violations == []
     whisper = base.replace("from models.resnet import ResNet", "from whisper import ResNet")
     source = whisper.format(build="ResNet()", use="net.state_dict()")
+    assert check_source(source, rules=[CpuMeetsPlaced], strict=True).violations == []
+
+
+@pytest.mark.parametrize("imported, rebuilt", [
+    ("from typing import cast", "cast(torch.nn.Module, torch.compile(net))"),  # Python's: hands back its argument
+    ("from copy import deepcopy", "deepcopy(net)"),
+    ("from models.wrap import Compiled", "Compiled(torch.compile(net))"),  # given the placed model, inside a call
+])
+def test_a_call_handed_the_placed_model_builds_no_project_model(imported, rebuilt):
+    source = (
+        f"import torch\n{imported}\nfrom models.resnet import ResNet\n\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        f"net = ResNet()\nnet.to(device)\nnet = {rebuilt}\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "out = net(torch.ones(2, 3).to(device))\n"
+    )
     assert check_source(source, rules=[CpuMeetsPlaced], strict=True).violations == []
 
 

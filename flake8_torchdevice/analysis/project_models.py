@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
 from .._lazy import cst
 from ..words import names_imported_from
@@ -91,6 +92,14 @@ def _bound_call(name: str) -> "re.Pattern":
 _LAST: list = [None, None]  # the last module body read, and what was read: the flow asks at each assignment
 
 
+def _own_module(module: str) -> bool:
+    """Can ``module`` be the project's own: no known library, nor Python's (``typing.cast``, ``copy.deepcopy``
+    hand back what they are given; post-hoc, from a held-out script's ``model = cast(nn.Module,
+    torch.compile(model))``)?"""
+    top = module.split(".")[0]
+    return top not in _LIBRARIES and top not in sys.stdlib_module_names
+
+
 def _read(body: list) -> tuple:
     """(constructors, weighted names) of a module's ``ast`` body: each name of a ``from module import name`` whose
     module is no known library, not named like a helper and not defined or rebound by the file itself; and each
@@ -102,7 +111,7 @@ def _read(body: list) -> tuple:
     weighted: set = set()
     for statement in body:
         for node in ast.walk(statement):
-            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in _LIBRARIES):
+            if isinstance(node, ast.ImportFrom) and (node.level or _own_module(node.module or "")):
                 imported.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defined.add(node.name)

@@ -13,8 +13,11 @@ from ..words import LOCAL_CLASS_CALLS, PROJECT_MODEL_CALLS
 
 
 class CpuMeetsPlaced(FlowReports, Rule):
-    r"""**On by default.** Precision on held-out user code: 72 of 74 findings true or latent (97.3%) over the 1,095
-    held-out projects of 1,134 with the rules of 2026-12-07, session of 17:19 (its project models' first read 13 of
+    r"""**On by default.** Precision on held-out user code: 72 of 73 findings true or latent (98.6%) over the 1,095
+    held-out projects of 1,134 with the rules of 2026-12-07, session of 20:18 (post-hoc: a layer whose weight and
+    bias a notebook fills with CUDA tensors is no CPU layer, one false finding gone; its tuple helpers' first read 0
+    of 1, a script's `cast(nn.Module, torch.compile(model))` read as a project model, gone before it landed:
+    Python's own modules build none); 72 of 74 (97.3%) with the rules of 2026-12-07, session of 17:19 (its project models' first read 13 of
     19: 6 false, gone before it landed: a wrapper given the placed model, two helpers given it, three reads of a
     model attribute its forward makes; its first-bound names and `add_graph`, 2 of 2); 57 of 59 (96.6%) with the rules of 2026-12-07, session of 14:42 (its late-binding class's first read 2 of
     2: two VAE tests' `setUp` models placed with `.cuda()` and fed CPU batches); 39 of 39 findings true or latent over the held-out
@@ -54,7 +57,9 @@ class CpuMeetsPlaced(FlowReports, Rule):
     `TF.to_tensor(...)`, a notebook's `batch = pad_batch(histories)`; and what a top-level function that moves
     something returns to any function or module code calling it, where every return of its own walk is placed by the
     function itself: `model = build_model()` of `def build_model(): return Net().to(device)`, not a helper with a
-    parameter that chooses the device, `use_cuda=False`, `device=...`, whose caller decides), a method what its
+    parameter that chooses the device, `use_cuda=False`, `device=...`, whose caller decides; where every return is a
+    tuple of one length, each name it is unpacked into, part by part: `age_map, mask = generate_age_map(image)` of
+    `return age_map.to(device), mask`), a method what its
     class's `__init__` proves of `self.x`, then a `setup` / `build` method of the class (issue 22's setup step; a
     fixture places a predictor's model in `setup()`) (`self.model = Net().to(device)`; also an attribute that any
     other method binds, `fit()` or unittest's `setUp()`, where every binding of it in the class moves it to a device
@@ -104,10 +109,11 @@ class CpuMeetsPlaced(FlowReports, Rule):
       the file imports from its own project (`from models.vgg import vgg16_bn`, then `net = vgg16_bn()`), where the
       file reads the bound name as a module with weights (`net.parameters()`, `net.state_dict()`), the module
       imported from is no known library (`torchvision`, `transformers`, Whisper, CLIP and others place or build
-      models their own way), the name does not say it builds, loads or prepares (`build_model`, `get_backbone`,
-      `load_model`: such a helper may place what it returns) and no argument speaks of a device (`Net(device)`,
-      `Net(args.gpu)`) nor is a module or tensor the code holds (`ModelMeta(model=model)`, a wrapper that runs where
-      that runs); and one wrapped in `nn.DataParallel`, under its own name (`model = nn.DataParallel(model)`) or in
+      models their own way) nor Python's own (`typing.cast`, `copy.deepcopy` hand back what they are given), the
+      name does not say it builds, loads or prepares (`build_model`, `get_backbone`, `load_model`: such a helper may
+      place what it returns) and no argument speaks of a device (`Net(device)`, `Net(args.gpu)`) nor holds a module
+      or tensor the code knows (`ModelMeta(model=model)`, `Compiled(torch.compile(model))`, a wrapper that runs
+      where that runs); and one wrapped in `nn.DataParallel`, under its own name (`model = nn.DataParallel(model)`) or in
       the call (`nn.DataParallel(Net())`), under `if torch.cuda.device_count() > 1:` too: the wrapper holds it
       where it is, and its forward refuses a module that is not on `device_ids[0]`. Module code that binds the
       name once in each arm of an `if` (`if n_gpu > 1: model = nn.DataParallel(Net())` / `else: model = Net()`)
@@ -180,6 +186,10 @@ class CpuMeetsPlaced(FlowReports, Rule):
       or build method) places,
       results of unknown calls, names re-bound in branches or loops that disagree (unless one of them places it),
       and names deleted;
+    - a layer built on the CPU whose own weight or bias the code then replaces with a placed tensor
+      (`linear.weight.data = W`, `linear.bias = b`, W on the device): its parameters are where those tensors are
+      (post-hoc, from v126's first read, a notebook comparing a custom CUDA layer with torch's); a placed
+      submodule set on a model (`net.head = head.cuda()`) moves nothing else, and the model is still read as above;
     - a batch of a loader a framework prepared (`model, opt, loader = accelerator.prepare(...)`, then `for X in
       tqdm(loader)`), its elements and copies of them (`torch.tensor(X[0], dtype=fp16)`: `torch.tensor` of a tensor
       keeps its device): the framework put them on its device (post-hoc, from v132's first read);

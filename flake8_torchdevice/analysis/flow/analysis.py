@@ -8,7 +8,7 @@ from ..._lazy import cst
 from ..code import last_name, subtree
 from .calls import Calls
 from .expressions import Expressions
-from .facts import SELF, FileFacts, crossing, declared_global, numpy_rebound, param_for
+from .facts import SELF, FileFacts, crossing, declared_global, key_of, numpy_rebound, param_for
 from .flags import lasting
 from .layers import Layers, is_cpu_layer
 from .loops import Loops
@@ -172,13 +172,18 @@ _MODULE_METHODS = frozenset(
 
 
 def _module_params(node: cst.FunctionDef) -> set[str]:
+    """The parameters, and the attributes of ``self`` (``self.network``, as ``key_of`` names them), that
+    the function uses as modules (``model.train()``, ``self.network.parameters()``)."""
     params = set(params_of(node))
-    return {
-        part.func.value.value for part in subtree(node.body)
-        if isinstance(part, cst.Call) and isinstance(part.func, cst.Attribute)
-        and isinstance(part.func.value, cst.Name) and part.func.value.value in params
-        and part.func.attr.value in _MODULE_METHODS
-    }
+    found = set()
+    for part in subtree(node.body):
+        if isinstance(part, cst.Call) and isinstance(part.func, cst.Attribute) \
+                and part.func.attr.value in _MODULE_METHODS:
+            owner = part.func.value
+            kept = isinstance(owner, cst.Attribute) and key_of(owner) is not None  # ``self.network``
+            if kept or isinstance(owner, cst.Name) and owner.value in params:
+                found.add(key_of(owner))
+    return found
 
 
 # A tensor's own attributes, which code sets on tensors (``w.requires_grad = False``).

@@ -13,6 +13,7 @@ from typing import Optional
 
 from ..._lazy import cst
 from ..code import argument
+from .values import NUMPY
 
 # NumPy constructors whose first argument is the array's shape.
 SHAPED = frozenset({"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full"})
@@ -50,3 +51,9 @@ def converts_stored(target: "cst.Subscript", rank: int) -> bool:
             return False
         indices += 1
     return indices < rank
+
+
+def numpy_only(call: cst.Call, args: list) -> bool:
+    """Is every positional argument of ``call`` (with ``args``, their values) a NumPy array?"""
+    positional = [value for arg, value in zip(call.args, args) if arg.keyword is None and not arg.star]
+    return bool(positional) and all(value is not None and value.kind == NUMPY for value in positional)

@@ -13,7 +13,7 @@ import re
 
 from ..function_calls import MODULE, callers_of, function_call_graph, helper_call_graph, sole_calls
 from .facts import placed_arguments
-from .values import CPU, PLACED
+from .values import CPU, PLACED, TUPLE, Value
 
 # A parameter that chooses where things go (``device``, ``use_cuda``, ``gpu_id``): the caller's choice.
 _DEVICE_WORD = re.compile(r"(?i)device|cuda|gpu|^dev$")
@@ -82,6 +82,27 @@ def placed_helper_result(analysis, name: str):
     return _result(analysis, name, _placed, _helper_graph(analysis.context))
 
 
+def tuple_result(analysis, name: str):
+    """The same for a helper whose every ``return`` is a tuple of one length (``return grid, mask``): a
+    TUPLE whose parts are placed (or CPU) where every return's part at that position is, unknown
+    elsewhere (``age_map, mask = make_age_map(image)``, the map moved to the device, the mask a NumPy
+    array). Read only where the call is unpacked into as many names."""
+    if any(_DEVICE_WORD.search(param) for param in _param_names(analysis, name)):
+        return None
+    return _result(analysis, name, _tuple, _helper_graph(analysis.context), parts=True)
+
+
+def _tuple(returns: list, name: str):
+    if not returns or any(parts is None for parts in returns) or len({len(parts) for parts in returns}) != 1:
+        return None
+    merged = [_placed(list(column), name) or _cpu(list(column), name) for column in zip(*returns)]
+    if not any(merged):
+        return None
+    value = Value(TUPLE, f"{name}(...)")
+    value.parts = merged
+    return value
+
+
 def _placed(returns: list, name: str):
     # Not one computed from a parameter, nor a callable's answer that may be no tensor (``model(x)`` of a parameter).
     if not returns or not all(value is not None and value.kind == PLACED and not value.param and not value.guessed
@@ -104,10 +125,10 @@ def cpu_result(analysis, name: str):
     return _result(analysis, name, _cpu, _graph(analysis.context))
 
 
-def _result(analysis, name: str, answer, graph: dict):
-    """``answer(returns, name)`` for the returns of the walk of the top-level function ``name`` that
-    ``analysis``'s function or module code calls (an edge of ``_graph``), handed nothing; the walk's
-    returns are kept per file, for both answers."""
+def _result(analysis, name: str, answer, graph: dict, parts: bool = False):
+    """``answer(returns, name)`` for the returns (with ``parts``: each return's tuple parts) of the walk of
+    the top-level function ``name`` that ``analysis``'s function or module code calls (an edge of
+    ``_graph``), handed nothing; the walk's returns are kept per file, for every answer."""
     context = analysis.context
     facts = context._flow_facts
     function = facts.functions.get(name)
@@ -132,7 +153,8 @@ def _result(analysis, name: str, answer, graph: dict):
             walk = analysis.walk_with(context, function, {}, handed=False)  # whatever it is handed
         finally:
             busy.discard(key)
-        if walk.partial:
-            return answer(walk.flow.returns, name)  # a helper it calls was busy (helpers calling each other): not kept
-        cache[key] = walk.flow.returns
-    return answer(cache[key], name)
+        if walk.partial:  # a helper it calls was busy (helpers calling each other): not kept
+            return answer(walk.flow.return_parts if parts else walk.flow.returns, name)
+        cache[key] = walk.flow
+    flow = cache[key]
+    return answer(flow.return_parts if parts else flow.returns, name)

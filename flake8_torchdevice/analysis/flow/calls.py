@@ -10,25 +10,25 @@ from ..device_helpers import returns_host_values
 from ..layers import layer_state
 from ..still_modules import moves_inputs, still_class, still_method
 from ..vocabulary import CTC_FUNCTIONS, factory_name, reduces_all
-from .arrays import array_rank
+from .arrays import array_rank, numpy_only
 from .call_kinds import (
     GRADIENT_FUNCTIONS, batch_helper, chosen_to_stay, ctc_shaped, device_check_off, forced_numpy, helper_result,
     image_to_tensor, is_ctc, is_numpy_array, is_plot, keeps_zero_dim, module_attribute, moves_its_contents,
     names_a_loss, on_purpose, reads_as_array, tokenized,
 )
-from .callers import cpu_result, placed_helper_result
+from .callers import cpu_result, placed_helper_result, tuple_result
 from .facts import key_of
 from .methods import method_of
 from .opaque import opaque_answer, opaque_result
 from .values import (
     BATCH, CPU, DEVICE, FRAMEWORK, INPUT, LIST, LOSS, MOVED, NUMPY, OBJECT, PLACED, SIBLING, Meet, Value,
-    placed_result,
+    appended_items, placed_result,
 )
 from .layers import is_cpu_layer, moved_layer
 from .words import (
-    COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS, DEVICE_CHECKED_COMPARISONS,
-    FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS, SCALAR_METHODS, STACKING, TENSOR_MEMBERS, collective_name,
-    moves_its_inputs,
+    ARRAY_KEEPING_METHODS, COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS,
+    DEVICE_CHECKED_COMPARISONS, DISTRIBUTED_PARALLEL, FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS,
+    SCALAR_METHODS, STACKING, TENSOR_MEMBERS, collective_name, moves_its_inputs,
 )
 
 
@@ -62,6 +62,8 @@ class Calls:
             return Value(CPU, call.func, factory=True)  # torchvision converts an image on the CPU
         if moves_its_inputs(call, qualified):
             return self.data_parallel(call, env)
+        if qualified in DISTRIBUTED_PARALLEL:
+            return self.distributed_wrapper(call, env)
         if layer_state(qualified) == "module" or self.library_model(call, qualified):
             return self.built_layer(call, qualified, env)
         if isinstance(call.func, cst.Name) and call.func.value not in env and still_class(self.names, call.func.value):
@@ -140,7 +142,7 @@ class Calls:
             return helped
         if callee is None and isinstance(call.func, cst.Name):
             helped = helper_result(self.names, call, args) or cpu_result(self, call.func.value) \
-                or placed_helper_result(self, call.func.value)
+                or placed_helper_result(self, call.func.value) or tuple_result(self, call.func.value)
             if helped is not None:
                 return helped
         if callee is None and any(value is not None and value.scatters for _, value in args):
@@ -168,10 +170,11 @@ class Calls:
             return Value(OBJECT, name, local=moves_inputs(self.names, name))
         if callee is not None and callee.kind in (INPUT, OBJECT):
             result = placed_result([v for _, v in args])  # a module given placed inputs answers on their device
-            if result is not None and callee.kind == INPUT and isinstance(call.func, cst.Name) \
-                    and self.is_module_param(call.func.value):
-                # ... and is on it: a parameter module that ran on a placed input is placed from here on.
-                env[call.func.value] = Value(MOVED, call.func.value, param=True)
+            module = key_of(call.func)
+            if result is not None and callee.kind == INPUT and module is not None and self.is_module_param(module):
+                # ... and is on it: a parameter module (or one the object keeps, ``self.network.train()``) that
+                # ran on a placed input is placed from here on.
+                env[module] = Value(MOVED, module, param=True)
             elif result is not None:
                 result.guessed = True  # any callable: maybe no tensor (``true_result_fn(x)``)
             return result
@@ -195,21 +198,6 @@ class Calls:
                 value = values[call.args.index(positional[position])]
                 if value is not None and value.kind == CPU and not self.mute:
                     self.flow.meets.append(Meet(call, value, nccl, self.index))
-
-    def data_parallel(self, call: cst.Call, env: dict) -> Value:
-        """``nn.DataParallel(model)``: the module it wraps, which scatters what it is given to its
-        devices before each forward: a CPU input, a loader element left behind included, is no
-        mistake there."""
-        values = [self.ev(arg.value, env) for arg in call.args]
-        inner = values[0] if values else None
-        # A placed module stays placed, and a CPU one built in the call stays on the CPU (the wrapper's forward
-        # wants it on ``device_ids[0]``; without GPUs it is the module itself); any other is only known to be a
-        # module: it shares the wrapped module's parameters, which an in-place ``model.to(device)`` moves later
-        # (``statements.small`` keeps ``model = nn.DataParallel(model)``, where no other name holds the module).
-        built = is_cpu_layer(inner) and bool(call.args) and isinstance(call.args[0].value, cst.Call)
-        wrapper = inner.derived() if inner is not None and inner.kind == PLACED or built else Value(OBJECT, call.func)
-        wrapper.scatters = True
-        return wrapper
 
     def module_call(self, call, module: Value, args) -> Value:
         """A placed module called: each CPU argument meets it. A module of a
@@ -278,9 +266,10 @@ class Calls:
             if helped is None and isinstance(func.value, cst.Name):  # ``models.support_to_scalar(out, n)``
                 return opaque_result(self.names, call, list(zip(call.args, args)))
             return helped
+        if receiver.kind == NUMPY and method in ARRAY_KEEPING_METHODS:
+            return Value(NUMPY, call)  # ``np.fromfile(p).reshape(-1, 4)``: still an array
         if receiver.kind == LIST:
-            placed = method == "append" and len(args) == 1 and args[0] is not None and args[0].kind == PLACED
-            receiver.items = receiver.items + [args[0]] if placed and receiver.items is not None else None
+            receiver.items = appended_items(receiver.items, method, args)
             return None
         if receiver.kind == SIBLING:
             if method in TENSOR_MEMBERS:
@@ -295,6 +284,11 @@ class Calls:
         if method == "forward" and receiver.kind in (INPUT, OBJECT):  # ``model.forward(x)`` is ``model(x)``
             return placed_result(args)
         if receiver.kind in (PLACED, MOVED) and method in ("generate", "forward"):
+            if numpy_only(call, args):
+                # ``net.voxel_generator.generate(points)`` of a NumPy point cloud: no torch module takes
+                # arrays, so this is some helper object's method, whose answer is its own (post-hoc, from
+                # a held-out notebook's NumPy voxelizer kept on a placed network)
+                return None
             return self.module_call(call, receiver, list(zip(call.args, args)))  # runs the model on its inputs
         if receiver.kind in (PLACED, MOVED) and not receiver.local and method not in TENSOR_MEMBERS \
                 and still_method(self.names, method):

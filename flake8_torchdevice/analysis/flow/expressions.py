@@ -13,8 +13,8 @@ from .facts import key_of
 from .statements import cpu_only_test, cuda_test
 from .layers import is_cpu_layer
 from .values import (
-    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, MOVED, NUMPY, OBJECT, Meet, PLACED, SIBLING, Value, combined,
-    either,
+    ANY_KEY, BATCH, BOUND, CPU, DEVICE, FRAMEWORK, LIST, MOVED, NUMPY, OBJECT, Meet, PLACED, SIBLING, TUPLE, Value,
+    combined, either,
 )
 from .words import DEVICE_TYPES, META_ATTRS, TENSOR_MEMBERS
 
@@ -28,12 +28,15 @@ class Expressions:
             if isinstance(target, cst.Attribute):
                 self.ev(target.value, env)
                 self.attributes_bound.add(key)  # ``self.x``: bound from here on, whatever it holds
-            if value is None:
+            if value is None or value.kind == TUPLE:
                 env[key] = BOUND
             elif value.kind in (CPU, PLACED):
                 env[key] = value.derived(label=key)  # messages name the variable
             else:
                 env[key] = value
+        elif isinstance(target, (cst.Tuple, cst.List)) and _fits(value, target):
+            for element, part in zip(target.elements, value.parts):  # ``grid, mask = make_grid(...)``
+                self.bind(element.value, part, env)
         elif isinstance(target, (cst.Tuple, cst.List)):
             # A framework's batch: its elements are where it put the whole. So are a placed value's
             # (``score, ratio = model(x)``, ``_, top = torch.max(out, 1)``), unless only guessed placed.
@@ -54,7 +57,32 @@ class Expressions:
                 self.store_element(target, value, env)
             elif isinstance(target, cst.Attribute) and value is not None and value.scatters:
                 self.scatters_through(target.value, env)
+            elif isinstance(target, cst.Attribute) and value is not None and value.kind in (PLACED, MOVED):
+                self.forget_filled_layer(target, env)
             self.ev(target, env)  # a[i] = v / self.x = v: evaluate the parts
+
+    def forget_filled_layer(self, target, env: dict) -> None:
+        """``linear.weight.data = W``, ``linear.bias = b``: a layer built on the CPU whose own weight or bias
+        is given a placed tensor is no longer known to be on the CPU (post-hoc, from v126's first read: a
+        notebook that replaces a fresh ``nn.Linear``'s weight and bias with CUDA tensors before calling it).
+        A placed submodule set on a model (``net.head = head.cuda()``) leaves the rest where it is."""
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            target = target.value
+        if isinstance(target, cst.Attribute) and target.attr.value in ("weight", "bias"):
+            key = key_of(target.value)
+            if key is not None and is_cpu_layer(env.get(key)):
+                env.pop(key)
+
+    def note_return(self, expr, env: dict) -> None:
+        """``return x, y``: the tuple's value, and each part's (``flow/callers.tuple_result``)."""
+        parts = None
+        if isinstance(expr, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            parts = [self.ev(element.value, env) for element in expr.elements]
+            value = _collected_list(expr, parts)
+        else:
+            value = self.ev(expr, env) if expr is not None else None
+        self.flow.returns.append(value)
+        self.flow.return_parts.append(parts)
 
     def scatters_through(self, owner, env: dict) -> None:
         """``model.features = nn.DataParallel(model.features)`` (torchvision's VGG and AlexNet in the
@@ -236,6 +264,13 @@ class Expressions:
         if isinstance(expr.elt, cst.Tuple):
             return [self.ev(part.value, local) for part in expr.elt.elements]
         return [self.ev(expr.elt, local)]
+
+
+def _fits(value: Optional[Value], target) -> bool:
+    """Does ``target`` (``a, b``, no starred name) unpack ``value``'s parts one by one?"""
+    elements = target.elements
+    return value is not None and value.parts is not None and len(value.parts) == len(elements) \
+        and not any(isinstance(element, cst.StarredElement) for element in elements)
 
 
 def _collected_list(expr, items: list) -> Optional[Value]:

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..._lazy import cst
 from ...names import dotted_name
-from ..code import argument, call_keywords, module_chain_root
+from ..code import argument, call_keywords, module_chain_root, subtree
 from ..layers import hf_model_class, holds_no_tensor, layer_state, torchvision_builder
 from ..project_models import project_model
 from .values import CPU, LOSS, MOVED, OBJECT, PLACED, Value, placed_result
@@ -97,8 +97,9 @@ class Layers:
         if self.default_device or len(targets) != 1 or not isinstance(targets[0].target, cst.Name) or \
                 not isinstance(value, cst.Call):
             return False
-        if any(isinstance(arg.value, cst.Name) and _holds_a_module(env.get(arg.value.value)) for arg in value.args):
-            return False
+        if any(isinstance(node, cst.Name) and _holds_a_module(env.get(node.value))
+               for arg in value.args for node in subtree(arg.value)):
+            return False  # also inside a call: ``Wrapper(torch.compile(model))``
         return project_model(self.names, value, targets[0].target.value, self.context.source)
 
     def _stateless(self, arg: "cst.Arg") -> bool:
@@ -116,6 +117,33 @@ class Layers:
             return placed_result([value for _, value in args])
         if args and all(value is not None and value.kind == CPU for _, value in args):
             return Value(CPU, f"{layer.label}(...)")
+        return None
+
+    def data_parallel(self, call: "cst.Call", env: dict) -> Value:
+        """``nn.DataParallel(model)``: the module it wraps, which scatters what it is given to its
+        devices before each forward: a CPU input, a loader element left behind included, is no
+        mistake there."""
+        values = [self.ev(arg.value, env) for arg in call.args]
+        inner = values[0] if values else None
+        # A placed module stays placed, and a CPU one built in the call stays on the CPU (the wrapper's forward
+        # wants it on ``device_ids[0]``; without GPUs it is the module itself); any other is only known to be a
+        # module: it shares the wrapped module's parameters, which an in-place ``model.to(device)`` moves later
+        # (``statements.small`` keeps ``model = nn.DataParallel(model)``, where no other name holds the module).
+        built = is_cpu_layer(inner) and bool(call.args) and isinstance(call.args[0].value, cst.Call)
+        wrapper = inner.derived() if inner is not None and inner.kind == PLACED or built else Value(OBJECT, call.func)
+        wrapper.scatters = True
+        return wrapper
+
+    def distributed_wrapper(self, call: "cst.Call", env: dict) -> Optional[Value]:
+        """``DistributedDataParallel(model)`` without ``device_ids``: its forward hands the module what it is
+        given, unmoved (torch moves inputs only to ``device_ids[0]``), so the wrapper is called as the module
+        is: a placed one meets a CPU input, and a module of a class of this file that moves its inputs
+        itself (``x.to(self.dev0)`` in a model-parallel ``forward``) takes a loader's CPU batch (post-hoc,
+        from v134's first read). Any other module is unknown, as before."""
+        values = [self.ev(arg.value, env) for arg in call.args]
+        inner = values[0] if values and call.args[0].keyword is None else None
+        if inner is not None and (inner.kind == PLACED or inner.kind == OBJECT and inner.local):
+            return inner.derived()
         return None
 
     def escape(self, call: "cst.Call", env: dict) -> list:

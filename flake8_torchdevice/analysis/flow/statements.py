@@ -64,6 +64,7 @@ class Statements:
         else:
             env.clear()  # match, async constructs: forget what was known
             self.flow.returns.append(None)  # and what they may return
+            self.flow.return_parts.append(None)
 
     def small(self, node, env: dict) -> None:
         if isinstance(node, cst.Assign):
@@ -107,11 +108,10 @@ class Statements:
         elif isinstance(node, cst.Del):
             for name in target_names(node.target):
                 env.pop(name, None)
-        elif isinstance(node, (cst.Return, cst.Assert)):
-            expr = node.value if isinstance(node, cst.Return) else node.test
-            value = self.ev(expr, env) if expr is not None else None
-            if isinstance(node, cst.Return):
-                self.flow.returns.append(value)
+        elif isinstance(node, cst.Return):
+            self.note_return(node.value, env)
+        elif isinstance(node, cst.Assert):
+            self.ev(node.test, env)
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             for name in node.names:
                 env.pop(name.name.value, None)

@@ -7,15 +7,15 @@ from typing import Optional
 from ..code import code_of
 
 
-CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMPY, LIST = (
-    "cpu placed moved sibling batch loss object input framework device numpy list".split()
+CPU, PLACED, MOVED, SIBLING, BATCH, LOSS, OBJECT, INPUT, FRAMEWORK, DEVICE, NUMPY, LIST, TUPLE = (
+    "cpu placed moved sibling batch loss object input framework device numpy list tuple".split()
 )
 
 
 class Value:
     __slots__ = (
         "kind", "_label", "zero", "unseen", "layer", "factory", "param", "local", "loop", "evidence", "ctc", "spread",
-        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked", "moved_from", "opaque",
+        "items", "guessed", "rank", "scatters", "loss", "empty", "outputs", "unpacked", "moved_from", "opaque", "parts",
     )
 
     def __init__(self, kind, label="", zero=False, factory=False, param=False, local=False, loop=None):
@@ -48,6 +48,7 @@ class Value:
         # loss = model(x)`` with ``decoded`` a CRF's Python lists), so ``np.array`` of it says nothing.
         self.unpacked = False
         self.moved_from: Optional["Loop"] = None  # a loader element moved to a device: the loop it came from
+        self.parts: Optional[list] = None  # a TUPLE's values, one per position (``flow/callers.tuple_result``)
 
     @property
     def label(self) -> str:
@@ -106,7 +107,7 @@ class Flow:
     """What one scope proves: the meetings found in it."""
 
     __slots__ = ("meets", "siblings", "numpys", "env", "default_device", "calls", "foreign_calls", "shown_calls",
-                 "method_calls", "returns", "branches")
+                 "method_calls", "returns", "return_parts", "branches")
 
     def __init__(self) -> None:
         self.meets: list = []  # Meet: a CPU value and a placed value (TDV601)
@@ -120,6 +121,7 @@ class Flow:
         self.shown_calls: list = []  # the same, given a loader module code builds with torch's ``DataLoader``
         self.method_calls: list = []  # (name, [(Arg, Value)]): ``self.name(...)`` calls given a placed value
         self.returns: list = []  # the Value (or None) of each ``return``
+        self.return_parts: list = []  # for each ``return``, its tuple's Values (``return x, y``), or None
         self.branches: dict = {}  # in ``__init__``: flag test -> ``flags.branch_fact`` of its ``if``
 
 
@@ -182,3 +184,22 @@ def placed_result(values) -> Optional[Value]:
         result.opaque = max(v.opaque for v in placed)
         result.guessed = True
     return result
+
+
+def appended_items(items: Optional[list], method: str, args: list) -> Optional[list]:
+    """A LIST's items after ``.<method>(*args)``: followed while only placed tensors (or tuples of them,
+    ``items.append((x.to(device), y.to(device)))``, a dataset built sample by sample) are appended."""
+    value = args[0] if method == "append" and len(args) == 1 else None
+    if items is None or value is None:
+        return None
+    if value.kind == PLACED:
+        return items + [value]
+    # A tuple or list of placed tensors, each shown to be one: not a module's unpacked answer, which may be a
+    # dict of Python numbers (``loss, msg = criterion(...)``, then ``row.append(msg[key])``).
+    if value.kind == LIST and value.items and all(_tensor(item) for item in value.items):
+        return items + value.items
+    return None
+
+
+def _tensor(value: Value) -> bool:
+    return value.kind == PLACED and not value.unpacked and not value.guessed and not value.opaque

@@ -153,6 +153,8 @@ def moves_its_inputs(call, qualified: str) -> bool:
     return qualified in DISTRIBUTED_PARALLEL and wrapper_names_a_gpu(call, ("device_ids",))
 
 
+# NumPy array methods whose answer is an array again (``np.fromfile(p).reshape(-1, 4)``).
+ARRAY_KEEPING_METHODS = frozenset("reshape astype copy squeeze transpose flatten ravel swapaxes".split())
 # Builtins that only look at what they are given (``print(model)``): they move no module.
 LOOKING_BUILTINS = frozenset({"print", "str", "repr", "len", "isinstance", "type", "id", "hasattr"})
 # Methods that only trace or describe a model they are handed (TensorBoard's ``writer.add_graph(model, x)``).
