@@ -262,9 +262,9 @@ class _Analysis(Statements, Loops, Expressions, Calls, Places, Layers):
             self.given.setdefault("batch", batch)
 
     def is_module_param(self, name: str) -> bool:
-        """Does the function treat its parameter ``name`` as a module (``model.train()``,
-        ``model.parameters()``)? One called with a placed tensor is on that device; any other
-        callable may take a tensor on any device."""
+        """Does the function treat ``name`` (a parameter, or an attribute of ``self`` by its key, ``self.network``)
+        as a module (``model.train()``, ``self.network.parameters()``)? One called with a placed tensor is on
+        that device; any other callable may take a tensor on any device."""
         if self._module_params is None:
             node = self._node
             self._module_params = _module_params(node) if isinstance(node, cst.FunctionDef) else set()
