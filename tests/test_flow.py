@@ -294,12 +294,14 @@ def test_a_submodule_wrapped_in_data_parallel_scatters_the_models_input():
     ("DDP(Halves())", []),  # a module of this file that moves its input itself takes the CPU images
     ("DDP(nn.Linear(4, 2).cuda())", [("TDV602", 13)]),  # a placed module: no device_ids, so nothing moves them
     ("DDP(nn.Linear(4, 2).cuda(), device_ids=[0])", []),  # device_ids: the wrapper moves them to device 0
+    # the options may name device_ids: an unknown wrapper, read as before (its answer carries the images it got)
+    ("DDP(nn.Linear(4, 2).cuda(), **options)", [("TDV602", 14)]),
 ])
 def test_distributed_data_parallel_without_device_ids_is_called_as_its_module(wrap, reported):
     source = (
         "from torch.nn.parallel import DistributedDataParallel as DDP\n\n\n"
         "class Halves(nn.Module):\n    def forward(self, x):\n        return x.to('cuda:1')\n\n\n"
-        f"def train(loader):\n    model = {wrap}\n    for images, labels in loader:\n"
+        f"def train(loader, options):\n    model = {wrap}\n    for images, labels in loader:\n"
         "        labels = labels.cuda()\n        out = model(images)\n"
         "        loss = nn.functional.cross_entropy(out, labels)\n"
     )

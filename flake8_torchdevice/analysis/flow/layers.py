@@ -139,8 +139,11 @@ class Layers:
         given, unmoved (torch moves inputs only to ``device_ids[0]``), so the wrapper is called as the module
         is: a placed one meets a CPU input, and a module of a class of this file that moves its inputs
         itself (``x.to(self.dev0)`` in a model-parallel ``forward``) takes a loader's CPU batch (post-hoc,
-        from v134's first read). Any other module is unknown, as before."""
+        from v134's first read). Any other module is unknown, as before, and so is a wrapper given ``**options``,
+        which may carry ``device_ids``."""
         values = [self.ev(arg.value, env) for arg in call.args]
+        if any(arg.star for arg in call.args):
+            return None
         inner = values[0] if values and call.args[0].keyword is None else None
         if inner is not None and (inner.kind == PLACED or inner.kind == OBJECT and inner.local):
             return inner.derived()
