@@ -133,7 +133,8 @@ class LoaderSiblingNotMoved(FlowReports, Rule):
       devices itself; so does `DistributedDataParallel` given `device_ids` (post-hoc, from v134's first read).
       Without `device_ids` it hands its module the batch unmoved, so it is read as that module: a placed one is
       fed a CPU element, and one of a class of this file that moves its input itself (a model-parallel
-      `forward` with `x.to(self.dev0)`) takes it (post-hoc, from v134's first read);
+      `forward` with `x.to(self.dev0)`) takes it (post-hoc, from v134's first read); one given `**options`, which may
+      carry `device_ids`, is unknown;
     - batches moved as a whole (`batch = {k: v.to(device) for k, v in batch.items()}`, `batch.to(device)`), or
       key by key: a store rebinds the element (`batch["x"] = batch["x"].to(device)`; a computed key, `for k, v in
       batch.items(): batch[k] = to_var(v)`, rebinds every element);
