@@ -383,6 +383,21 @@ def test_a_helpers_tuple_unpacks_into_its_parts_devices(returns, unpack, reporte
     assert codes(source) == [(code, line + shift) for code, line in reported]
 
 
+@pytest.mark.parametrize("call, reported", [
+    ("ddpm.model(torch.cat([p, p]), t)", [("TDV601", 9)]),  # the placed model's submodule runs on its device
+    ("ddpm.unet(p)", [("TDV601", 9)]),
+    ("ddpm.sample_images(p)", []),  # any other method may move what it is given itself
+    ("ddpm.model(p.to(device), t)", []),
+])
+def test_a_placed_modules_submodule_is_on_its_device(call, reported):
+    source = (
+        "from ldm.util import load_model\n\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "ddpm = load_model('x').to(device)\nt = torch.tensor([3], device=device)\n"
+        f"p = torch.rand(1, 3, 8, 8)\nout = {call}\n"
+    )
+    assert codes(source) == [(code, line + 1) for code, line in reported]
+
+
 @pytest.mark.parametrize("element, found", [("data_info", []), ("file_names", []), ("mask", [("TDV602", 8)])])
 def test_a_batchs_metadata_handed_to_a_placed_model_is_no_tensor(element, found):
     # ``model(data_info)``: a model may take the batch's file names, whatever the loop moved.

@@ -28,7 +28,7 @@ from .layers import is_cpu_layer, moved_layer
 from .words import (
     ARRAY_KEEPING_METHODS, COLLECTIVES, COMBINE_FUNCS, COMBINE_METHODS, DEFAULT_DEVICE_SETTERS,
     DEVICE_CHECKED_COMPARISONS, DISTRIBUTED_PARALLEL, FRAMEWORK_CALLS, KEEPING_METHODS, SCALAR_BUILTINS,
-    SCALAR_METHODS, STACKING, TENSOR_MEMBERS, collective_name, moves_its_inputs,
+    SCALAR_METHODS, STACKING, SUBMODULE_NAMES, TENSOR_MEMBERS, collective_name, moves_its_inputs,
 )
 
 
@@ -290,6 +290,8 @@ class Calls:
                 # a held-out notebook's NumPy voxelizer kept on a placed network)
                 return None
             return self.module_call(call, receiver, list(zip(call.args, args)))  # runs the model on its inputs
+        if receiver.kind in (PLACED, MOVED) and not receiver.local and method in SUBMODULE_NAMES:
+            return self.module_call(call, receiver, list(zip(call.args, args)))  # ``ddpm.model(x)``: a submodule
         if receiver.kind in (PLACED, MOVED) and not receiver.local and method not in TENSOR_MEMBERS \
                 and still_method(self.names, method):
             return self.module_call(call, receiver, list(zip(call.args, args)))  # ``vae.decode(z)``

@@ -155,6 +155,11 @@ def moves_its_inputs(call, qualified: str) -> bool:
 
 # NumPy array methods whose answer is an array again (``np.fromfile(p).reshape(-1, 4)``).
 ARRAY_KEEPING_METHODS = frozenset("reshape astype copy squeeze transpose flatten ravel swapaxes".split())
+# Attributes that name a module's submodule: a placed module's ``ddpm.model(x)`` runs that submodule, on its device
+# (a tensor has no such attribute to call).
+SUBMODULE_NAMES = frozenset(
+    "model module net network encoder decoder backbone unet vae generator discriminator".split()
+)
 # Builtins that only look at what they are given (``print(model)``): they move no module.
 LOOKING_BUILTINS = frozenset({"print", "str", "repr", "len", "isinstance", "type", "id", "hasattr"})
 # Methods that only trace or describe a model they are handed (TensorBoard's ``writer.add_graph(model, x)``).
