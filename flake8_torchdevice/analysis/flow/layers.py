@@ -97,10 +97,10 @@ class Layers:
         if self.default_device or len(targets) != 1 or not isinstance(targets[0].target, cst.Name) or \
                 not isinstance(value, cst.Call):
             return False
-        if any(isinstance(node, cst.Name) and _holds_a_module(env.get(node.value))
-               for arg in value.args for node in subtree(arg.value)):
-            return False  # also inside a call: ``Wrapper(torch.compile(model))``
-        return project_model(self.names, value, targets[0].target.value, self.context.source)
+        if not project_model(self.names, value, targets[0].target.value, self.context.source):
+            return False  # first: its gate is a cached scan of the text, this walk of the arguments is not
+        return not any(isinstance(node, cst.Name) and _holds_a_module(env.get(node.value))
+                       for arg in value.args for node in subtree(arg.value))  # also in a call: ``W(torch.compile(m))``
 
     def _stateless(self, arg: "cst.Arg") -> bool:
         """``nn.ReLU()`` in a container: a torch.nn layer that holds no state."""
