@@ -1121,7 +1121,7 @@ _ENTRY = """\
 import torch
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-def train_model(model, epochs):
+def keep_best(model, epochs):
     for epoch in range(epochs):
         torch.save(model.state_dict(), "best_model.pth")
 
@@ -1133,16 +1133,16 @@ def main():
 
 
 @pytest.mark.parametrize(("body", "call", "lines"), [
-    # main(), which module code runs, loads the file its own call of train_model() has just written
-    ("    model = Net().to(device)\n    train_model(model, 9)\n    model.load_state_dict(torch.load('best_model.pth'))",
+    # main(), which module code runs, loads the file its own call of keep_best() has just written
+    ("    model = Net().to(device)\n    keep_best(model, 9)\n    model.load_state_dict(torch.load('best_model.pth'))",
      "main()", []),
-    ("    model = Net().to(device)\n    train_model(model, 9)\n    model.load_state_dict(torch.load('other.pth'))",
+    ("    model = Net().to(device)\n    keep_best(model, 9)\n    model.load_state_dict(torch.load('other.pth'))",
      "main()", [11]),
     # loaded before the call that writes it: another run's file
-    ("    model = Net().to(device)\n    model.load_state_dict(torch.load('best_model.pth'))\n    train_model(model, 9)",
+    ("    model = Net().to(device)\n    model.load_state_dict(torch.load('best_model.pth'))\n    keep_best(model, 9)",
      "main()", [10]),
     # a function other code calls may run anywhere
-    ("    train_model(model, 9)\n    model.load_state_dict(torch.load('best_model.pth'))",
+    ("    keep_best(model, 9)\n    model.load_state_dict(torch.load('best_model.pth'))",
      "def cli():\n    main()", [10]),
 ])
 def test_tdv201_an_entry_point_reads_back_what_its_own_calls_wrote(body, call, lines):
@@ -1165,7 +1165,7 @@ def test_tdv201_a_reused_file_handle_name_saves_to_the_file_its_own_with_opened(
     source = (
         "import os\nimport torch\n"
         "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
-        "def train():\n" + saves + "train()\n"
+        "def save_all():\n" + saves + "save_all()\n"
         "with open(os.path.join(args.work_dir, 'model.pt'), 'rb') as f:\n    model = torch.load(f)\n"
     )
     lines = source.splitlines()
@@ -1228,7 +1228,7 @@ def test_tdv201_a_parameter_given_a_module_name_reads_as_that_name_in_the_run(ca
 @pytest.mark.parametrize(
     ("binding", "saved", "reported"),
     [
-        # A local bound once to a string literal reads as that string: the script reads back what train() saved.
+        # A local bound once to a string literal reads as that string: the script reads back what save_best() saved.
         ("    save_dir = '../models/dino/'\n", "f'{save_dir}{dataset}_best.pth'", False),
         ("    save_dir = '../models/dino/'\n", "save_dir + dataset + '_best.pth'", True),  # another spelling
         ("    save_dir = '../models/'\n", "f'{save_dir}{dataset}_best.pth'", True),  # another file
@@ -1243,8 +1243,8 @@ def test_tdv201_a_local_string_constant_in_a_save_path_reads_as_its_string(bindi
         "import torch\n"
         "dataset = 'MNIST'\n"
         "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
-        "def train(model, full=False):\n" + binding + f"    torch.save(model.state_dict(), {saved})\n"
-        "train(model)\n"
+        "def save_best(model, full=False):\n" + binding + f"    torch.save(model.state_dict(), {saved})\n"
+        "save_best(model)\n"
         "state = torch.load(f'../models/dino/{dataset}_best.pth')\n"
     )
     load = len(source.splitlines())
@@ -1674,3 +1674,58 @@ class Model(nn.Module):
 def test_tdv201_a_class_building_a_model_from_a_saved_state(saved, decorator, reported):
     source = SAVED_MODEL_CLASS.format(saved=saved, decorator=decorator)
     assert found(source, TorchLoadWithoutMapLocation) == reported
+
+
+_TRAINED = """\
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+def main(args):
+{body}
+"""
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    # After a loop that trains (an early stopper keeps the best model on the way): the file this run wrote.
+    ("    for epoch in range(9):\n        loss.backward()\n        stopper.step(acc, model)\n"
+     "    model.load_state_dict(torch.load(best_path))", False),
+    ("    for batch in loader:\n        optimizer.step()\n"
+     "    if test_set:\n        state = torch.load(best_path)", False),
+    ("    try:\n        acc = trainer.train(loader, model, args)\n        state = torch.load(glob(pattern)[0])\n"
+     "    except KeyboardInterrupt:\n        pass", False),
+    ("    trainer.fit()\n    state = torch.load(glob(pattern)[0])", False),
+    # Before training, in the branch that may not train, or after a mode switch only: another run's file.
+    ("    state = torch.load(best_path)\n    for epoch in range(9):\n        loss.backward()", True),
+    ("    if args.train:\n        train(model, loader)\n    state = torch.load(best_path)", True),
+    ("    model.train()\n    state = torch.load(best_path)", True),
+    ("    for epoch in range(9):\n        torch.save(model, best_path)\n"
+     "    state = torch.load(best_path + '.bak')", True),
+    # A file named as another run's, even after training.
+    ("    train(model, loader)\n    teacher = torch.load(args.resume)", True),
+])
+def test_tdv201_a_load_after_training_reads_the_runs_own_file(body, reported):
+    source = _TRAINED.format(body=body)
+    load = _load_line(source)
+    assert found(source, TorchLoadWithoutMapLocation) == ([load] if reported else [])
+
+
+def test_tdv201_a_function_every_call_runs_after_training_loads_the_runs_file():
+    source = (
+        "import torch\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "def train(config, model):\n"
+        "    for batch in loader:\n        loss.backward()\n"
+        "    test(config, model)\n"
+        "def test(config, model):\n"
+        "    model.load_state_dict(torch.load(config.save_path))\n"
+        "def evaluate(path):\n"
+        "    return torch.load(path)\n"
+        "def check(config):\n"
+        "    return torch.load(config.save_path)\n"
+        "check(config)\n"
+        "train(config, model)\n"
+        "evaluate(config.save_path)\n"
+        "check(config)\n"
+    )
+    # test() runs only after training; evaluate()'s path is its caller's to name; check() runs once before.
+    assert found(source, TorchLoadWithoutMapLocation) == [10, 12]
