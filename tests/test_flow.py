@@ -2172,3 +2172,84 @@ def test_a_name_first_bound_in_one_arm_holds_that_arms_value(signature, before, 
     )
     found = check_source(source, rules=[CpuMeetsPlaced], strict=True).violations
     assert bool(found) == reported
+
+
+_HANDED_MODULE = """\
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def train(net, loader):
+    for images, labels in loader:
+        images = images.to(device)
+        out = net(images)
+
+
+def main():
+{body}
+"""
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    # The one call of train() hands it a module built on the CPU: the placed batches meet its weights.
+    ("    net = Net()\n    train(net, loader)", True),
+    ("    train(nn.Linear(4, 2), loader)", True),
+    # Moved first, or handed a module the walk does not know, or train() called twice (another call may
+    # hand a placed one): nothing is known to meet.
+    ("    net = Net().to(device)\n    train(net, loader)", False),
+    ("    net = Net()\n    net.to(device)\n    train(net, loader)", False),
+    ("    net = build()\n    train(net, loader)", False),
+    ("    train(Net(), loader)\n    train(Net().to(device), loader)", False),
+])
+def test_a_cpu_module_handed_to_the_function_that_feeds_it_placed_batches(body, reported):
+    source = _HANDED_MODULE.format(body=body)
+    line = HEAD.count("\n") + source.splitlines().index("        out = net(images)") + 1
+    assert codes(source) == ([("TDV601", line)] if reported else [])
+
+
+def test_a_function_that_builds_a_module_links_to_the_functions_it_hands_it_to():
+    import ast
+
+    from flake8_torchdevice.analysis.function_calls import function_call_graph
+
+    source = _HANDED_MODULE.format(body="    net = Net()\n    train(net, loader)") + "\n\ndef other():\n    report(x)\n"
+    graph = function_call_graph(ast.parse(source).body, source.splitlines())
+    assert graph["main"] == {"train"}
+    assert graph["other"] == frozenset()  # neither moves nor builds a module
+
+
+@pytest.mark.parametrize(("device", "reported"), [
+    ("device", True),  # the module's CUDA-if-available device
+    ("'cpu'", False),  # the one call gives it the CPU: nothing it moves leaves the CPU
+])
+def test_a_cpu_device_the_one_caller_gives_places_nothing(device, reported):
+    source = _HANDED_MODULE.format(body=f"    net = Net()\n    fit(net, loader, {device})").replace(
+        "def train(net, loader):\n    for images, labels in loader:\n        images = images.to(device)\n",
+        "def fit(net, loader, device):\n    for images, labels in loader:\n        images = images.to(device)\n")
+    line = HEAD.count("\n") + source.splitlines().index("        out = net(images)") + 1
+    assert codes(source) == ([("TDV601", line)] if reported else [])
+
+
+@pytest.mark.parametrize(("statement", "reported"), [
+    ("model.cpu().eval()", False),  # moved back to the CPU, through a method that returns the module
+    ("model.cpu()", False),
+    ("model.eval()", True),
+])
+def test_a_placed_module_moved_back_to_the_cpu_by_a_chained_statement(statement, reported):
+    source = (
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "def export(model):\n"
+        f"    {statement}\n"
+        "    return model(torch.randn(1, 1)).detach()\n"
+        "model = nn.Linear(1, 1).to(device)\n"
+        "export(model)\n"
+    )
+    assert codes(source) == ([("TDV601", 7)] if reported else [])

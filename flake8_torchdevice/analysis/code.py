@@ -105,6 +105,17 @@ def module_chain_root(expr: "cst.BaseExpression") -> "cst.BaseExpression":
     return expr
 
 
+def moved_back(expr: "cst.BaseExpression") -> Optional["cst.BaseExpression"]:
+    """``model`` of ``model.cpu().eval()`` (a ``.cpu()`` under methods that return the module), else None."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in MODULE_RETURNING_SELF:
+        expr = expr.func.value
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu" \
+            and not expr.args and isinstance(expr.func.value, (cst.Name, cst.Attribute)):
+        return expr.func.value
+    return None
+
+
 # Fields that only hold whitespace, comments, brackets or punctuation.
 _SKIP = frozenset(
     """asynchronous colon comma comment default_indent default_newline dot

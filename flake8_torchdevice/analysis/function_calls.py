@@ -48,7 +48,8 @@ def _graph(body: list, lines: list, helpers: bool) -> dict:
     texts = {function.name: _text(lines, [function]) for function in functions if function.name in names}
     texts[MODULE] = _text(lines, [s for s in body if not isinstance(s, (*_FUNCTIONS, ast.ClassDef))])
     if not helpers:
-        return {name: _called(text, names) - {name} for name, text in texts.items()}
+        builds = _builder(body)
+        return {name: _called(text, names, builds) - {name} for name, text in texts.items()}
     movers = {name for name, text in texts.items() if name != MODULE and _MOVE.search(text)}
     return {name: frozenset(set(_ANY_CALL.findall(text)) & movers) - {name} for name, text in texts.items()}
 
@@ -57,9 +58,28 @@ def _text(lines: list, statements: list) -> str:
     return "\n".join("\n".join(lines[s.lineno - 1:s.end_lineno]) for s in statements)
 
 
-def _called(text: str, names: set) -> frozenset:
-    """Which of ``names`` the code ``text`` calls with an argument, if it moves something itself."""
-    return frozenset(set(_CALL.findall(text)) & names) if _MOVE.search(text) else frozenset()
+def _called(text: str, names: set, builds) -> frozenset:
+    """Which of ``names`` the code ``text`` calls with an argument, if it moves something itself or builds a
+    module (``net = Net()`` handed to ``train(net, loader)``, which moves the batches: the CPU model meets them)."""
+    if _MOVE.search(text) or builds is not None and builds.search(text):
+        return frozenset(set(_CALL.findall(text)) & names)
+    return frozenset()
+
+
+def _builder(body: list):
+    """A pattern for a call that builds a module: a class of this file whose base says ``Module``, or a layer
+    of ``nn`` (``nn.Linear(``); None where the file defines no such class and names no ``nn.``."""
+    classes = [s.name for s in body if isinstance(s, ast.ClassDef)
+               and any((_dotted(base) or "").endswith("Module") for base in s.bases)]
+    words = "|".join(sorted(classes))
+    own = rf"(?<![\w.])(?:{words}){_GAP}\(" if words else None
+    layer = rf"(?<![\w.])nn\.[A-Z]\w*{_GAP}\("
+    return re.compile(f"{own}|{layer}" if own else layer)
+
+
+def _dotted(node) -> str:
+    return node.id if isinstance(node, ast.Name) else f"{_dotted(node.value)}.{node.attr}" \
+        if isinstance(node, ast.Attribute) and _dotted(node.value) else ""
 
 
 def callers_of(graph: dict, name: str) -> list:

@@ -130,8 +130,8 @@ class Calls:
         if self.index is not None and isinstance(call.func, cst.Name):
             self.note_foreign_call(call, env)
         if (self.index is not None or self.top_level) and isinstance(call.func, cst.Name) and any(
-            v is not None and v.kind in (PLACED, MOVED) for _, v in args
-        ):
+            v is not None and (v.kind in (PLACED, MOVED) or is_cpu_layer(v)) for _, v in args
+        ):  # a placed value, or a CPU module (``train(net, loader)`` of ``net = Net()``, the one call of it)
             self.flow.calls.append((call.func.value, args))  # ``evaluate(model, loader)`` (flow/callers.py too)
             self.handed_numpys(call, args)
         name = last_name(call.func) or ""

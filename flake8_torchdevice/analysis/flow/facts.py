@@ -156,7 +156,9 @@ def placed_arguments(params: "cst.Parameters", args: list, first: int = 0, cpu: 
     placed: dict = {}
     for index, (arg, value) in enumerate(args):
         param = param_for(params, arg, index + first)
-        if param is not None and value is not None and value.kind in kinds:
+        # With ``cpu``, a CPU device too: ``fit(model, loader, device)`` of ``device = "cpu"`` moves nothing off it.
+        cpu_device = cpu and value is not None and value.kind == DEVICE and value.zero
+        if param is not None and value is not None and (value.kind in kinds or cpu_device):
             placed.setdefault(param, value.derived(label=param))
     return placed
 

@@ -6,7 +6,8 @@ import ast
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import code_of, is_main_guard, paired_assignment, param_names, string_value, subtree, target_names
+from ..code import (code_of, is_main_guard, moved_back, paired_assignment, param_names, string_value, subtree,
+                    target_names)
 from ..guards import _expects_failure, ends_block, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .facts import SELF, declared_global, imported_names, key_of
 from .flags import flag_paths, note_flag, unplace
@@ -125,6 +126,12 @@ class Statements:
         and so is a placed module moved back with ``model.cpu()`` / ``model.to("cpu")``."""
         name = key_of(expr.func.value) if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) else None
         method = expr.func.attr.value if name is not None else None
+        back = key_of(moved_back(expr)) if name is None else None
+        if back is not None:  # ``model.cpu().eval()``: a placed module is back on the CPU
+            self.ev(expr, env)
+            if env.get(back) not in (None, BOUND) and env[back].kind in (OBJECT, INPUT, PLACED, MOVED):
+                env.pop(back)
+            return
         if method in ("to", "cuda", "to_empty") and is_cpu_layer(env.get(name)):
             result = self.ev(expr, env)
             where = None if result is None or method == "to_empty" else result.kind
