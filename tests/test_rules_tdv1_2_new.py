@@ -1700,6 +1700,13 @@ def main(args):
     ("    model.train()\n    state = torch.load(best_path)", True),
     ("    for epoch in range(9):\n        torch.save(model, best_path)\n"
      "    state = torch.load(best_path + '.bak')", True),
+    # Calls that train nothing: a split of the data, a scaler's fit, a module's mode.
+    ("    x_train, x_test = train_test_split(x, y)\n    state = torch.load(best_path)", True),
+    ("    scaler.fit(x)\n    state = torch.load(best_path)", True),
+    ("    model.train(False)\n    state = torch.load(best_path)", True),
+    ("    train_loader(data)\n    state = torch.load(best_path)", True),
+    ("    agent.train(loader, epochs)\n    state = torch.load(best_path)", False),
+    ("    model.fit(x, y)\n    state = torch.load(best_path)", False),
     # A file named as another run's, even after training.
     ("    train(model, loader)\n    teacher = torch.load(args.resume)", True),
 ])

@@ -24,8 +24,13 @@ from ..ast_helpers import AST_DEFINITIONS, ast_dotted_name, ast_parameters
 from .checkpoints import TORCH_LOADS
 from .run_order import path_argument, path_key
 
-# ``train(...)``, ``train_model(...)``, ``train_epoch``, ``fit``, ``run_training``; not ``model.train()``, a mode.
-_TRAINING = re.compile(r"^(fit|train|training|run_training|do_train|train_\w+|\w+_train)$")
+# ``train(...)``, ``train_model(...)``, ``train_one_epoch``, ``model_train``, ``fit``; not ``train_test_split``,
+# ``train_loader(...)`` nor ``is_train()``.
+_TRAINING = re.compile(
+    r"^(fit|train|training|run_training|(?!is_)\w+_train|train_(model|models|net|network|loop|step|steps|and_\w+)"
+    r"|train_\w*epochs?)$")
+# Who runs a training when asked to ``fit`` (scikit-learn's ``scaler.fit(x)`` does not).
+_FITTER = re.compile(r"(?i)trainer|model|net|learner|engine|runner")
 # A file named as another run's (``args.resume``, ``opt.pretrained``), even where read after training.
 _ANOTHER_RUNS = re.compile(r"(?i)resume|pretrain|restore|teacher|init")
 _OPTIMIZER = re.compile(r"(?i)optim|^opt(_\w+)?$")
@@ -142,10 +147,17 @@ def _training_step(call: ast.Call) -> bool:
 def _training_call(call: ast.Call) -> bool:
     dotted = ast_dotted_name(call.func) or ""
     owner, _, last = dotted.rpartition(".")
+    owner = owner.rpartition(".")[2]
     if not _TRAINING.match(last):
         return False
-    # ``model.train()`` only sets a mode; ``trainer.train()`` and ``trainer.fit()`` run the training.
-    return bool(call.args or call.keywords) or not owner or "trainer" in owner.lower() or last != "train"
+    if last == "fit":
+        return not owner or bool(_FITTER.search(owner))
+    if last == "train" and owner and "train" not in owner.lower():
+        # ``model.train()`` / ``model.train(False)`` only set a mode; ``trainer.train()``, ``train.train(...)`` and
+        # ``agent.train(loader, epochs)`` (arguments that are no mode) run the training.
+        modes = [a for a in call.args if isinstance(a, ast.Constant)] + [k for k in call.keywords if k.arg == "mode"]
+        return bool(call.args or call.keywords) and not modes
+    return True
 
 
 def _walk(stmt: ast.stmt):
