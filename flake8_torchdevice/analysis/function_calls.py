@@ -58,17 +58,17 @@ def _text(lines: list, statements: list) -> str:
     return "\n".join("\n".join(lines[s.lineno - 1:s.end_lineno]) for s in statements)
 
 
-def _called(text: str, names: set, builds) -> frozenset:
+def _called(text: str, names: set, builds: "re.Pattern") -> frozenset:
     """Which of ``names`` the code ``text`` calls with an argument, if it moves something itself or builds a
     module (``net = Net()`` handed to ``train(net, loader)``, which moves the batches: the CPU model meets them)."""
-    if _MOVE.search(text) or builds is not None and builds.search(text):
+    if _MOVE.search(text) or builds.search(text):
         return frozenset(set(_CALL.findall(text)) & names)
     return frozenset()
 
 
-def _builder(body: list):
-    """A pattern for a call that builds a module: a class of this file whose base says ``Module``, or a layer
-    of ``nn`` (``nn.Linear(``); None where the file defines no such class and names no ``nn.``."""
+def _builder(body: list) -> "re.Pattern":
+    """A pattern for a call that builds a module: of a top-level class of this file whose base says ``Module``
+    (``Net(``), or of a layer of ``nn`` (``nn.Linear(``)."""
     classes = [s.name for s in body if isinstance(s, ast.ClassDef)
                and any((_dotted(base) or "").endswith("Module") for base in s.bases)]
     words = "|".join(sorted(classes))

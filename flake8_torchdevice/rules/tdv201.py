@@ -386,10 +386,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
     - a load its function runs after it has trained, whatever the path's spelling: after a loop that calls
       `.backward()`, an optimizer's `.step()` or a training routine (an early stopper saving the best model on the
       way, `stopper.step(acc, model)`), or after a call of one (`train(...)`, `train_model(...)`, `trainer.fit()`;
-      not `model.train()`, a mode), in its block or a block around it, not behind an `if` that may skip training;
+      not `model.train()`, a mode, nor `train_test_split(...)` or a scaler's `fit`), in its block or a block
+      around it, not behind an `if` that may skip training, nor a path the function also loads before training;
       also the loads of a function every call of this file makes after training (`test(config, model)` at the
-      end of `train()`), unless its path is a parameter; not where processes share a GPU per rank, nor a path
-      named as another run's file (`args.resume`, `pretrained`, `teacher`, `init`): the best or last model of this
+      end of `train()`), unless its path is a parameter; not where processes share a GPU per rank, nor in a
+      notebook (a reader runs its cells in any order, skipping the training), nor a path named as another run's file (`args.resume`, `pretrained`, `teacher`, `init`): the best or last model of this
       run, on the machine that wrote it (`analysis/trained_loads.py`; post-hoc, from the held-out
       `save-then-load-same-process` labels);
     - a file the object saved to earlier in its life: a method saves (`torch.save(self.model.state_dict(), path)`)
