@@ -2253,3 +2253,19 @@ def test_a_placed_module_moved_back_to_the_cpu_by_a_chained_statement(statement,
         "export(model)\n"
     )
     assert codes(source) == ([("TDV601", 7)] if reported else [])
+
+
+@pytest.mark.parametrize("read, reported", [
+    ("grid = make(image)[0]", True),  # the placed part, read by its position
+    ("grid = make(image)[1]", False),  # the CPU part
+    ("grid = make(image)[5]", False),  # no such part
+    ("grid = make(image)[i]", False),  # a position the code computes
+])
+def test_a_helpers_tuple_part_read_by_its_position(read, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        "def make(image):\n    grid, mask = torch.rand(2, 2), torch.rand(2, 2)\n    return grid.to(device), mask\n\n\n"
+        f"def run(image, i):\n    base = torch.zeros(2, 2)\n    {read}\n"
+        "    return torch.cat((base, grid))\n"
+    )
+    assert codes(source) == ([("TDV601", 15)] if reported else [])

@@ -64,7 +64,7 @@ class CpuMeetsPlaced(FlowReports, Rule):
     function itself: `model = build_model()` of `def build_model(): return Net().to(device)`, not a helper with a
     parameter that chooses the device, `use_cuda=False`, `device=...`, whose caller decides; where every return is a
     tuple of one length, each name it is unpacked into, part by part: `age_map, mask = generate_age_map(image)` of
-    `return age_map.to(device), mask`), a method what its
+    `return age_map.to(device), mask`, and each part read by a literal position, `generate_age_map(image)[0]`), a method what its
     class's `__init__` proves of `self.x`, then a `setup` / `build` method of the class (issue 22's setup step; a
     fixture places a predictor's model in `setup()`) (`self.model = Net().to(device)`; also an attribute that any
     other method binds, `fit()` or unittest's `setUp()`, where every binding of it in the class moves it to a device

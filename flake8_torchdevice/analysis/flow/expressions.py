@@ -219,6 +219,12 @@ class Expressions:
                         self.ev(part, env)
         if base is None:
             return None
+        if base.kind == TUPLE:  # ``image = load_pair(path)[0]``: the part at that position, as an unpacking reads it
+            index = expr.slice[0].slice if len(expr.slice) == 1 else None
+            number = index.value if isinstance(index, cst.Index) else None
+            if isinstance(number, cst.Integer) and base.parts and int(number.value) < len(base.parts):
+                return base.parts[int(number.value)]
+            return None
         if base.kind == BATCH:
             stored = base.loop.stored  # empty unless a store rebound an element: then compare keys
             if ANY_KEY in stored:
