@@ -1609,6 +1609,7 @@ _OPTION = ("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n{
     ('parser.add_argument("--device", default="gpu")', "x = torch.zeros(2).to(args.device)", [4]),
     ('parser.add_argument("--device", type=str, default="GPU")', "d = torch.device(args.device)", [4]),
     ('parser.add_argument("--device", default="gpu")', "x = torch.zeros(2, device=args.device)", [4]),
+    ('parser.add_argument("--de" "vice", default="g" "pu")', "x = torch.zeros(2).to(args.device)", [4]),  # joined
     # The value is checked, converted or rebound before torch reads it; or never read as a device.
     ('parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])',
      "x = torch.zeros(2).to(args.device)", []),

@@ -145,8 +145,7 @@ class InvalidDeviceType(Rule):
         """``parser.add_argument("--device", default="gpu")`` whose ``args.device`` the file hands to torch as a
         device, and never rebinds: the default is read as written (post-hoc, from recall batch 103's
         ``policy.to(args.device)``). Only an option named ``--device``: the word the selection keeps it by."""
-        flags = [string_value(arg.value) for arg in call.args
-                 if arg.keyword is None and isinstance(arg.value, cst.SimpleString)]
+        flags = [_literal(arg.value) for arg in call.args if arg.keyword is None]  # ``"--de" "vice"`` too
         if "--device" not in flags or any(arg.keyword and arg.keyword.value in ("choices", "dest")
                                           for arg in call.args):
             return
