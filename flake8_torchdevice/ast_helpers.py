@@ -49,6 +49,17 @@ def ast_nodes_outside_definitions(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]
             stack.extend(ast.iter_child_nodes(node))
 
 
+def ast_own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of this statement, not of the statements it holds (a compound statement's header: an ``if``'s
+    test, a loop's target and iterable, a ``with``'s items): walkers that visit nested statements on their own
+    read each node once."""
+    pending = [stmt]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt))
+
+
 # The methods whose ``self.x = ...`` bindings a class's other methods see: ``__init__``, then a setup or build step
 # the class runs before use (issue 22: "in ``__init__`` (or a ``setup``/``build`` method)"). The flow reads their
 # bindings (``analysis/flow/facts.py``); the selection keeps the methods that read them (``selection.init_readers``).

@@ -107,9 +107,7 @@ def module_chain_root(expr: "cst.BaseExpression") -> "cst.BaseExpression":
 
 def moved_back(expr: "cst.BaseExpression") -> Optional["cst.BaseExpression"]:
     """``model`` of ``model.cpu().eval()`` (a ``.cpu()`` under methods that return the module), else None."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-            and expr.func.attr.value in MODULE_RETURNING_SELF:
-        expr = expr.func.value
+    expr = module_chain_root(expr)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu" \
             and not expr.args and isinstance(expr.func.value, (cst.Name, cst.Attribute)):
         return expr.func.value

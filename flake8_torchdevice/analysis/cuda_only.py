@@ -26,7 +26,7 @@ import ast
 import re
 from typing import Iterable
 
-from ..ast_helpers import ast_dotted_name, ast_nodes_outside_definitions
+from ..ast_helpers import ast_dotted_name, ast_nodes_outside_definitions, ast_own_nodes
 from ..names import is_main_block, module_level_statements
 from .devices import constructs_a_module, names_a_module
 from .guards import CUDA_WORD
@@ -166,7 +166,7 @@ def _names_cpu(stmt: ast.stmt) -> bool:
             isinstance(node, ast.Attribute) and node.attr == "is_available" for node in ast.walk(stmt.value)):
         return True
     results: set = set()
-    nodes = list(_own_nodes(stmt))
+    nodes = list(ast_own_nodes(stmt))  # its nested statements are visited on their own
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "to" \
                 and not _moves_a_module(node, stmt):
@@ -174,16 +174,6 @@ def _names_cpu(stmt: ast.stmt) -> bool:
         if isinstance(node, ast.keyword) and node.arg == "map_location":
             results.add(id(node.value))
     return any(_cpu_sign(node) and id(node) not in results for node in nodes)
-
-
-def _own_nodes(stmt: ast.stmt) -> Iterable[ast.AST]:
-    """The nodes of this statement, not of the statements it holds: every caller visits those on their own, so a
-    walk into them would read each nested statement once per enclosing block (and date its CPU sign by the block)."""
-    pending = [stmt]
-    while pending:
-        node = pending.pop()
-        yield node
-        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt))
 
 
 def _cpu_sign(node: ast.AST) -> bool:

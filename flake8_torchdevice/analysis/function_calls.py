@@ -14,6 +14,7 @@ import ast
 import re
 from collections import Counter
 
+from ..ast_helpers import ast_dotted_name
 from .self_calls import _GAP, _MOVE
 
 # ``name(`` followed by an argument, not an attribute's call (``self.train(x)``, ``np.save(a)``); the
@@ -70,16 +71,11 @@ def _builder(body: list) -> "re.Pattern":
     """A pattern for a call that builds a module: of a top-level class of this file whose base says ``Module``
     (``Net(``), or of a layer of ``nn`` (``nn.Linear(``)."""
     classes = [s.name for s in body if isinstance(s, ast.ClassDef)
-               and any((_dotted(base) or "").endswith("Module") for base in s.bases)]
+               and any((ast_dotted_name(base) or "").endswith("Module") for base in s.bases)]
     words = "|".join(sorted(classes))
     own = rf"(?<![\w.])(?:{words}){_GAP}\(" if words else None
     layer = rf"(?<![\w.])nn\.[A-Z]\w*{_GAP}\("
     return re.compile(f"{own}|{layer}" if own else layer)
-
-
-def _dotted(node) -> str:
-    return node.id if isinstance(node, ast.Name) else f"{_dotted(node.value)}.{node.attr}" \
-        if isinstance(node, ast.Attribute) and _dotted(node.value) else ""
 
 
 def callers_of(graph: dict, name: str) -> list:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import ast
 import re
 
-from ..ast_helpers import AST_DEFINITIONS, ast_dotted_name, ast_parameters
+from ..ast_helpers import (
+    AST_DEFINITIONS, ast_dotted_name, ast_nodes_outside_definitions, ast_own_nodes, ast_parameters,
+)
 from .checkpoints import TORCH_LOADS
 from .run_order import path_argument, path_key
 
@@ -57,7 +59,8 @@ def _keys(names) -> set:
         if all(afters) and name in walk.functions:
             # Not a path the caller hands in (``restore(path)``): that may name any file.
             given = {path_key(param) for param in ast_parameters(walk.functions[name])}
-            keys |= {(name, key) for key in _load_keys(walk.functions[name].body, names) - given}
+            body = list(ast_nodes_outside_definitions(walk.functions[name].body))
+            keys |= {(name, key) for key in _load_keys(body, names) - given}
     return keys
 
 
@@ -79,7 +82,7 @@ class _Walk:
             if isinstance(stmt, AST_DEFINITIONS):  # a class: its methods
                 self.block(stmt.body, function, False)
                 continue
-            self.note(_header(stmt), function, trained)
+            self.note(list(ast_own_nodes(stmt)), function, trained)  # nested statements come on their own
             nested = False
             if isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
                 # A ``with`` or ``try`` body runs in order with its block; a handler may not run.
@@ -95,28 +98,20 @@ class _Walk:
         return trained
 
     def note(self, nodes: list, function: str, trained: bool) -> None:
+        """Records the loads and calls among ``nodes``, a statement's own."""
         # A path also loaded before training (a resume; a handle name reused, ``f``) may be another run's.
         (self.keys if trained else self.before).update((function, key) for key in _load_keys(nodes, self.names))
-        for node in (inner for top in nodes for inner in _walk(top)):
+        for node in nodes:
             if isinstance(node, ast.Call):
                 called = (ast_dotted_name(node.func) or "").rpartition(".")[2]
                 if called:
                     self.calls.setdefault(called, []).append(trained)
 
 
-def _header(stmt: ast.stmt) -> list:
-    """The nodes of ``stmt`` outside its nested blocks (a simple statement is all header)."""
-    if not hasattr(stmt, "body"):
-        return [stmt]
-    heads = [getattr(stmt, name, None) for name in ("test", "iter", "target")]
-    heads += [item.context_expr for item in getattr(stmt, "items", ())]
-    return [head for head in heads if head is not None]
-
-
 def _load_keys(nodes: list, names) -> set:
-    """The path keys of the loads in ``nodes`` (nested definitions left out)."""
+    """The path keys of the loads among ``nodes``."""
     keys = set()
-    for node in (inner for top in nodes for inner in _walk(top)):
+    for node in nodes:
         if isinstance(node, ast.Call) and names.qualify_ast(node.func) in TORCH_LOADS:
             path = path_argument(node, 0)
             text = ast.unparse(path) if path is not None else ""
@@ -128,7 +123,8 @@ def _load_keys(nodes: list, names) -> set:
 
 def _trains(stmt: ast.stmt) -> bool:
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-        return any(isinstance(node, ast.Call) and _training_step(node) for node in _walk(stmt))
+        nodes = ast_nodes_outside_definitions([stmt])
+        return any(isinstance(node, ast.Call) and _training_step(node) for node in nodes)
     if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
         return isinstance(stmt.value, ast.Call) and _training_call(stmt.value)
     return False
@@ -158,11 +154,3 @@ def _training_call(call: ast.Call) -> bool:
         modes = [a for a in call.args if isinstance(a, ast.Constant)] + [k for k in call.keywords if k.arg == "mode"]
         return bool(call.args or call.keywords) and not modes
     return True
-
-
-def _walk(stmt: ast.stmt):
-    pending = [stmt]
-    while pending:
-        node = pending.pop()
-        yield node
-        pending.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, AST_DEFINITIONS))
