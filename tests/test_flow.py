@@ -2255,6 +2255,40 @@ def test_a_placed_module_moved_back_to_the_cpu_by_a_chained_statement(statement,
     assert codes(source) == ([("TDV601", 7)] if reported else [])
 
 
+@pytest.mark.parametrize(("statement", "reported"), [
+    ("model.to(device).eval()", True),  # moved in place, under a method that returns the module
+    ("model.eval().to(device)", True),
+    ("model.train().float().cuda()", True),
+    ("model.to(device)", True),
+    ("model.eval()", False),  # never moved: a CPU module fed a CPU batch
+    ("model.eval().cpu()", False),
+    ("model.half()", False),
+])
+def test_a_module_moved_by_a_chained_statement_is_placed(statement, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n\n"
+        "def evaluate(data):\n    model = nn.Linear(3, 2)\n"
+        f"    {statement}\n"
+        "    for xb, yb in DataLoader(data):\n        out = model(xb)\n"
+    )
+    assert codes(source) == ([("TDV602", 11)] if reported else [])
+
+
+@pytest.mark.parametrize(("statement", "reported"), [
+    ("model.cpu().eval()", False),  # a local bound to something unknown stays unknown after .cpu()
+    ("model.eval()", False),
+])
+def test_a_module_of_unknown_place_moved_back_stays_unknown(statement, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = nn.Linear(1, 1).to(device)\n\n\n"
+        "def export(path):\n    model = load_model(path)\n"
+        f"    {statement}\n"
+        "    return model(torch.randn(1, 1)).detach().numpy()\n"
+    )
+    assert codes(source) == ([("TDV601", 11)] if reported else [])
+
+
 @pytest.mark.parametrize("read, reported", [
     ("grid = make(image)[0]", True),  # the placed part, read by its position
     ("grid = make(image)[1]", False),  # the CPU part

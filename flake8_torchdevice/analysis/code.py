@@ -105,12 +105,13 @@ def module_chain_root(expr: "cst.BaseExpression") -> "cst.BaseExpression":
     return expr
 
 
-def moved_back(expr: "cst.BaseExpression") -> Optional["cst.BaseExpression"]:
-    """``model`` of ``model.cpu().eval()`` (a ``.cpu()`` under methods that return the module), else None."""
-    expr = module_chain_root(expr)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "cpu" \
-            and not expr.args and isinstance(expr.func.value, (cst.Name, cst.Attribute)):
-        return expr.func.value
+def chained_move(expr: "cst.BaseExpression") -> Optional["cst.Call"]:
+    """The ``.to()`` / ``.cuda()`` / ``.cpu()`` / ``.to_empty()`` call of ``model.to(device).eval()``, under
+    methods that return the module (``expr`` itself when it is one), else None."""
+    move = module_chain_root(expr)
+    if isinstance(move, cst.Call) and isinstance(move.func, cst.Attribute) and \
+            move.func.attr.value in ("to", "cuda", "cpu", "to_empty"):
+        return move
     return None
 
 

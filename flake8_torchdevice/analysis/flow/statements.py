@@ -6,8 +6,8 @@ import ast
 from typing import Optional
 
 from ..._lazy import cst
-from ..code import (code_of, is_main_guard, moved_back, paired_assignment, param_names, string_value, subtree,
-                    target_names)
+from ..code import (chained_move, code_of, is_main_guard, module_chain_root, paired_assignment, param_names,
+                    string_value, subtree, target_names)
 from ..guards import _expects_failure, ends_block, is_cuda_flag, is_cuda_test, is_no_cuda_test
 from .facts import SELF, declared_global, imported_names, key_of
 from .flags import flag_paths, note_flag, unplace
@@ -121,38 +121,32 @@ class Statements:
                 env.pop(name, None)
 
     def expression_statement(self, expr, env: dict) -> None:
-        """``model.to(device)`` / ``model.cuda()`` alone moves a module in place; a layer built
-        here and moved somewhere unknown (``model.to(d)``, ``model.to_empty(device=d)``) is unknown,
-        and so is a placed module moved back with ``model.cpu()`` / ``model.to("cpu")``."""
-        name = key_of(expr.func.value) if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) else None
-        method = expr.func.attr.value if name is not None else None
-        back = key_of(moved_back(expr)) if name is None else None
-        if back is not None:  # ``model.cpu().eval()``: a placed module is back on the CPU
-            self.ev(expr, env)
-            if env.get(back) not in (None, BOUND) and env[back].kind in (OBJECT, INPUT, PLACED, MOVED):
-                env.pop(back)
-            return
+        """``model.to(device)`` / ``model.cuda()`` alone moves a module in place, also under methods that return
+        it (``model.to(device).eval()``, ``model.eval().cuda()``); a layer built here and moved somewhere unknown
+        (``model.to(d)``, ``model.to_empty(device=d)``) is unknown, and so is a placed module moved back with
+        ``model.cpu()`` / ``model.to("cpu")`` (``model.cpu().eval()``)."""
+        move = chained_move(expr)
+        name = key_of(module_chain_root(move.func.value)) if move is not None else None
+        method = move.func.attr.value if name is not None else None
         if method in ("to", "cuda", "to_empty") and is_cpu_layer(env.get(name)):
-            result = self.ev(expr, env)
+            result = self.ev(move, env)
             where = None if result is None or method == "to_empty" else result.kind
             if where == PLACED:
                 env[name] = Value(MOVED, name)
             elif where != CPU:
                 env.pop(name, None)  # moved somewhere unknown
-            return
-        if name is not None and expr.func.attr.value in ("to", "cuda", "cpu"):
-            before = env.get(name)
-            before = None if before is BOUND else before
-            result = self.ev(expr, env)
+        elif method in ("to", "cuda", "cpu"):
+            before = None if env.get(name) is BOUND else env.get(name)
+            result = self.ev(move, env)
             if before is None or before.kind in (OBJECT, INPUT, PLACED, MOVED):
                 if result is not None and result.kind == PLACED:
                     env[name] = Value(MOVED, name, local=bool(before and before.local),
                                       param=bool(before and before.param))
                     env[name].scatters = bool(before and before.scatters)  # a wrapper moved in place still scatters
-                elif result is not None and result.kind == CPU:
-                    env.pop(name, None)
-            return
-        self.ev(expr, env)
+                elif result is not None and result.kind == CPU and before is not None:
+                    env.pop(name, None)  # back on the CPU (a local bound to something unknown stays so)
+        else:
+            self.ev(expr, env)
 
     def if_(self, node: cst.If, env: dict) -> None:
         self.ev(node.test, env)
