@@ -130,7 +130,8 @@ class CpuMeetsPlaced(FlowReports, Rule):
       module read as a tensor other than its `weight` or `bias` (`likelihood - model.kl_divergence`) is what its
       forward made, not a weight: not followed;
     - placed: `.to(<device>)`, `.cuda()`, a factory with a non-CPU `device=`, a module moved
-      in place (`model.to(device)`, `model = model.to(device)`), the output of a placed
+      in place (`model.to(device)`, `model = model.to(device)`, also under methods that return the module:
+      `model.to(device).eval()`, `model.eval().cuda()`), the output of a placed
       module (or of a parameter or object called with placed inputs, also as `model.forward(x)`),
       an item of a list of placed tensors (`data = [t.to(device) for t in batch]`, then `data[0]`),
       results of ops on placed values, each name a placed value unpacks into (`score, ratio = model(x)`,
