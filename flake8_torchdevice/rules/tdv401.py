@@ -41,6 +41,7 @@ from .._lazy import cst
 from ..analysis.code import argument, code_of, param_names, subtree, target_names
 from ..analysis.guards import is_test_code
 from ..analysis.layers import built_without_tensor
+from ..analysis.vocabulary import PARALLEL_WRAPPERS
 from ..rule import FUNCTION, Rule
 from ..words import JUNCTION
 
@@ -54,6 +55,7 @@ _MULTI_GPU_GUARD = re.compile(_GUARD_WORDS, re.I)
 _TORCH_DEVICE = "torch.device"
 _CUDA_DEVICE_SETTERS = frozenset({"torch.cuda.set_device", "torch.cuda.device", "torch.set_default_device"})
 _TORCH_LOAD = "torch.load"
+_DATA_PARALLEL_FUNCTION = "torch.nn.parallel.data_parallel"
 BOOL_MESSAGE = (
     ".cuda({flag}) passes {flag} as the device (GPU 1 to old torch, a TypeError now); "
     "write .cuda(non_blocking={flag})"
@@ -228,7 +230,8 @@ class HardCodedOrdinal(Rule):
     # ``device``: the parameter ``device=None`` of nearly every torch.nn
     # function kept 19% of the sample's lines, not 13%.
     NEEDS = {
-        ".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "set_default_device(", "map_location=", "load("
+        ".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "set_default_device(", "map_location=", "load(",
+        "device_ids", "Parallel(", "data_parallel(",  # a parallel wrapper's device_ids / output_device
     }
 
     # Is ``.cuda(True)`` (a bool as the device) reported here (TDV401)?
@@ -554,6 +557,8 @@ class HardCodedOrdinal(Rule):
         qualified = self.names.qualify(func)
         if qualified is None or not qualified.startswith("torch.") or qualified == _TORCH_DEVICE:
             return out
+        if qualified in PARALLEL_WRAPPERS or qualified == _DATA_PARALLEL_FUNCTION:
+            return out + _wrapper_positions(call, 2 if qualified == _DATA_PARALLEL_FUNCTION else 1)
         if qualified in _CUDA_DEVICE_SETTERS:
             found = argument(call, 0, "device")
             how = qualified.rpartition(".")[2] + "()"
@@ -795,3 +800,19 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     @staticmethod
     def wants(ordinal: int) -> bool:
         return ordinal >= 1
+
+
+def _wrapper_positions(call: cst.Call, ids_position: int) -> list:
+    """A parallel wrapper's devices: each element of a literal ``device_ids`` list or tuple other than a literal 0
+    (``nn.DataParallel(model, device_ids=[0, 1])`` asks for two GPUs; GPU 0 is every machine's), and
+    ``output_device``. A list held in a name, or built (``list(range(n))``), selects no literal GPU here."""
+    out = []
+    ids = argument(call, ids_position, "device_ids")
+    if ids is not None and isinstance(ids.value, (cst.List, cst.Tuple)):
+        out += [(element, _DEVICE_POSITION, "device_ids=") for element in ids.value.elements
+                if isinstance(element, cst.Element)
+                and not (isinstance(element.value, cst.Integer) and element.value.value == "0")]
+    output = argument(call, ids_position + 1, "output_device")
+    if output is not None:
+        out.append((output, _DEVICE_POSITION, "output_device="))
+    return out
