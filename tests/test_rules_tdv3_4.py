@@ -220,6 +220,35 @@ def test_a_torch_device_with_a_literal_ordinal_is_the_choice_itself(expr):
     assert found(f"import torch\n\ndef f(x, mock):\n    return x.device == {expr}\n") == []
 
 
+@pytest.mark.parametrize(
+    "expr, reported",
+    [
+        ("nn.DataParallel(x, device_ids=[0, 1])", [(4, "TDV401")]),  # asks for a second GPU
+        ("torch.nn.DataParallel(x, [0, 3])", [(4, "TDV401")]),
+        ("nn.parallel.DistributedDataParallel(x, device_ids=(2,))", [(4, "TDV401")]),
+        ("nn.DataParallel(x, device_ids=[0], output_device=1)", [(4, "TDV401")]),
+        ("nn.parallel.data_parallel(x, x, [0, 1])", [(4, "TDV401")]),
+        ("nn.DataParallel(x, device_ids=[0])", []),  # GPU 0 is every machine's (TDV402 does not read it either)
+        ("nn.DataParallel(x, device_ids=list(range(n)))", []),  # the machine's GPUs, counted
+        ("nn.DataParallel(x, device_ids=ids)", []),
+        ("nn.DataParallel(x, device_ids=[rank])", []),
+        ("nn.DataParallel(x)", []),
+        ("other.DataParallel(x, device_ids=[0, 1])", []),  # not torch's wrapper
+    ],
+)
+def test_a_parallel_wrappers_literal_device_ids_select_gpus(expr, reported):
+    source = f"import torch\nfrom torch import nn\ndef f(x, n, ids, rank, other):\n    return {expr}\n"
+    assert found(source) == reported
+
+
+def test_a_literal_device_ids_list_behind_a_multi_gpu_guard_is_not_reported():
+    source = (
+        "import torch\nfrom torch import nn\ndef f(x):\n"
+        "    if torch.cuda.device_count() > 1:\n        x = nn.DataParallel(x, device_ids=[0, 1])\n    return x\n"
+    )
+    assert found(source) == []
+
+
 def test_a_module_device_constant_is_the_choice_unless_every_use_is_guarded():
     assert found("import torch\nSECOND_GPU = 'cuda:1'\n") == [(2, "TDV401")]
     assert found("import torch\nEVAL = torch.device('cuda', 1)\n") == [(2, "TDV401")]

@@ -83,7 +83,10 @@ def build(state_of):
             state.current = before
 
     def properties(device=None):
-        number = index(device)
+        # torch checks the index against the device count itself before it asks the driver
+        number = state_of().current if device is None else torch.cuda._utils._get_device_index(device, optional=True)
+        if not 0 <= number < state_of().device_count:
+            raise AssertionError("Invalid device id")
         return SimpleNamespace(name=f"fake CUDA device {number} (computes on the CPU)", total_memory=80 * GIB,
                                multi_processor_count=132, major=9, minor=0, is_integrated=False)
 

@@ -231,7 +231,7 @@ class HardCodedOrdinal(Rule):
     # function kept 19% of the sample's lines, not 13%.
     NEEDS = {
         ".cuda(", "cuda:", ".to(", "device=", "device(", "set_device(", "set_default_device(", "map_location=", "load(",
-        "device_ids", "Parallel(", "data_parallel(",  # a parallel wrapper's device_ids / output_device
+        "device_ids", "DataParallel(", "DistributedDataParallel(", "data_parallel(",  # device_ids, output_device
     }
 
     # Is ``.cuda(True)`` (a bool as the device) reported here (TDV401)?
@@ -676,7 +676,10 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
     - `device=` of a torch call (`torch.zeros(2, device=...)`, `nn.Linear(..., device=...)`)
       or of a tensor's `new_*` / `to_empty`;
     - `map_location=` and `torch.load(f, ...)`'s second argument (in a dict, its values);
-    - `torch.cuda.set_device(...)`, `torch.cuda.device(...)`, `torch.set_default_device(...)`.
+    - `torch.cuda.set_device(...)`, `torch.cuda.device(...)`, `torch.set_default_device(...)`;
+    - each element of a literal `device_ids` list or tuple of `nn.DataParallel`,
+      `DistributedDataParallel` or `nn.parallel.data_parallel` (`device_ids=[0, 1]`: GPU 0 is
+      every machine's, GPU 1 is not), and their `output_device`.
 
     What may stand there: a string whose whole value is `cuda:N` (`"cuda:1"`,
     `f"cuda:2"`), an int (`.cuda(1)`, `device=1`), an f-string whose text after its last
@@ -763,6 +766,13 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
 
     ```
     torch.AcceleratorError: CUDA error: invalid device ordinal
+    ```
+
+    and, from `nn.DataParallel(model, device_ids=[0, 1])`, which asks each listed GPU for its properties
+    when it is built (without CUDA the wrapper keeps the module on the CPU and nothing fails):
+
+    ```
+    AssertionError: Invalid device id
     ```
 
     On a CPU-only machine (CPU build of torch 2.13), `.to("cuda:1")`:
