@@ -84,7 +84,7 @@ def build(state_of):
 
     def properties(device=None):
         # torch checks the index against the device count itself before it asks the driver
-        number = state_of().current if device is None else torch.cuda._utils._get_device_index(device, optional=True)
+        number = device if isinstance(device, int) else _ordinal(device, state_of().current)
         if not 0 <= number < state_of().device_count:
             raise AssertionError("Invalid device id")
         return SimpleNamespace(name=f"fake CUDA device {number} (computes on the CPU)", total_memory=80 * GIB,
@@ -216,3 +216,11 @@ def _legacy_type(name: str, state_of):
 
     legacy = _Meta(name, (), {"__module__": "torch.cuda", "dtype": cpu_type.dtype})
     return legacy
+
+
+def _ordinal(device, current: int) -> int:
+    """The GPU index torch reads from ``"cuda:3"`` / ``torch.device("cuda", 3)``; the current one for ``None``
+    or ``"cuda"``."""
+    number = str(device).partition(":")[2] if device is not None else ""
+    return int(number) if number.isdigit() else current
+

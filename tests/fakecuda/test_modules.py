@@ -105,6 +105,17 @@ def test_dataparallel_on_two_gpus_fails_for_a_module_left_on_the_cpu():
         assert placed(torch.ones(4, 3)).device == torch.device("cuda", 0)
 
 
+@pytest.mark.parametrize("device", [1, "cuda:1", torch.device("cuda", 3)])
+def test_properties_of_a_gpu_the_machine_lacks_fail_as_torch_checks_them(device):
+    """torch compares the index with the device count before it asks the driver."""
+    with fake_cuda(1):
+        assert torch.cuda.get_device_properties(0).total_memory > 0
+        with pytest.raises(AssertionError, match="Invalid device id"):
+            torch.cuda.get_device_properties(device)
+        with pytest.raises(AssertionError, match="Invalid device id"):
+            nn.DataParallel(nn.Linear(3, 2).to("cuda"), device_ids=[0, 1])
+
+
 def test_dataparallel_on_one_gpu_moves_the_module_itself():
     with fake_cuda(1):
         wrapped = nn.DataParallel(nn.Linear(3, 2))
