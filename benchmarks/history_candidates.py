@@ -16,6 +16,9 @@ whose candidates bring the count to N or more.
 
     python benchmarks/history_candidates.py 0 2000 --corpus --limit 40 --skip heldout110 > candidates110.csv
 
+``--since OWNER/NAME`` keeps only the corpus projects listed from that one on (batch 112: the corpus batches added
+after batches 110 and 111 read the whole pool).
+
 Needs the mirrors (`benchmarks/mirrors.py`); reads and prints only repository names and commit ids.
 """
 
@@ -64,10 +67,13 @@ def pool(fixes: list) -> list[str]:
     return sorted(chosen, key=lambda name: hashlib.sha256(name.encode()).hexdigest())
 
 
-def corpus_pool(fixes: list) -> list[str]:
-    """Batch 110's pool: corpus repositories no row and no candidates file below 110 names."""
+def corpus_pool(fixes: list, since: str = "") -> list[str]:
+    """Batch 110's pool: corpus repositories no row and no candidates file below 110 names; with ``since``, only
+    the projects listed from that one on (a corpus batch added after the pool was read, batch 112's)."""
     corpus = BUGS.parent / "realworld" / "projects.csv"
     projects = [row["project"][len("github:"):] for row in rows(corpus) if row["project"].startswith("github:")]
+    if since:
+        projects = projects[projects.index(since):]
     named = {fix.repo for fix in fixes}
     for path in BUGS.glob("candidates*.csv"):
         if int(re.search(r"candidates(\d+)", path.name).group(1)) < 110:
@@ -101,12 +107,13 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", nargs="*", default=[], help="splits left out of the pool's computation")
     parser.add_argument("--corpus", action="store_true", help="batch 110's pool: the precision corpus's histories")
     parser.add_argument("--limit", type=int, default=0, help="stop once this many candidates are listed")
+    parser.add_argument("--since", default="", help="with --corpus: only projects listed from OWNER/NAME on")
     args = parser.parse_args(argv)
     fixes = [fix for fix in read_fixes() if fix.split not in set(args.skip)]
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["repo", "commit"])
     listed = 0
-    for repo in (corpus_pool(fixes) if args.corpus else pool(fixes))[args.start:args.end]:
+    for repo in (corpus_pool(fixes, args.since) if args.corpus else pool(fixes))[args.start:args.end]:
         if args.limit and listed >= args.limit:
             break
         if not git_dir(repo).is_dir():
