@@ -223,4 +223,3 @@ def _ordinal(device, current: int) -> int:
     or ``"cuda"``."""
     number = str(device).partition(":")[2] if device is not None else ""
     return int(number) if number.isdigit() else current
-
