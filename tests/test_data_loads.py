@@ -52,3 +52,41 @@ def test_a_file_handed_to_a_loader_is_data(body):
 ])
 def test_other_loads_are_still_read(body):
     assert lines(body) != []
+
+
+@pytest.mark.parametrize("method, reported", [
+    ("__getitem__(self, index)", False),  # a per-sample file, served by DataLoader workers
+    ("__iter__(self)", False),  # an iterable dataset's samples
+    ("__init__(self, path)", False),  # the data the dataset will serve
+    ("restore(self, path)", True),  # any other method: a checkpoint as well as data
+])
+def test_a_datasets_item_methods_load_its_own_data(method, reported):
+    body = (
+        "class MelDataset(torch.utils.data.Dataset):\n"
+        f"    def {method}:\n"
+        "        mel = torch.load('mels/0001.pt')\n"
+        "        return mel.to(device)\n"
+    )
+    assert lines(body) == ([3] if reported else [])
+
+
+def test_a_plain_classs_getitem_is_still_read():
+    body = "class Store:\n    def __getitem__(self, key):\n        return torch.load(key).to(device)\n"
+    assert lines(body) == [3]
+
+
+@pytest.mark.parametrize("writer, reported", [
+    ("", False),
+    # the file may have written them itself, from the GPU
+    ("def cache(features, path):\n    torch.save(features, path)\n", True),
+    ("def cache(features, path):\n    np.save(path, features)\n", True),
+    ("def cache(model, path):\n    save_checkpoint(model, path)\n", True),
+])
+def test_a_datasets_item_load_is_read_where_the_file_writes_files(writer, reported):
+    body = writer + (
+        "class FeatureDataset(torch.utils.data.Dataset):\n"
+        "    def __getitem__(self, index):\n"
+        "        return torch.load(f'features/{index}.pt').to(device)\n"
+    )
+    line = writer.count("\n") + 3
+    assert lines(body) == ([line] if reported else [])

@@ -116,3 +116,19 @@ def _held(value: ast.expr, loaded: dict, names) -> set:
         if isinstance(value.func, ast.Attribute) and not value.args:
             return _held(value.func.value, loaded, names)  # ``x.float()``, ``x.long()``
     return set()
+
+
+def writes_files(names) -> bool:
+    """Does the file call ``torch.save`` or a save helper anywhere (``np.save``, ``self.save``, ``fs.torch_save``,
+    ``save_checkpoint``)? A dataset reading per-sample files in such a file may be reading what it wrote, from any
+    device. Read from the ``ast`` once per file."""
+    found = names.facts.get("writes_files")
+    if found is None:
+        calls = (node for stmt in names.module_body for node in ast.walk(stmt) if isinstance(node, ast.Call))
+        found = names.facts["writes_files"] = any(_saves(ast_dotted_name(call.func) or "") for call in calls)
+    return found
+
+
+def _saves(dotted: str) -> bool:
+    last = dotted.rpartition(".")[2]
+    return last == "save" or last.endswith("_save") or last.startswith("save_")

@@ -19,7 +19,7 @@ from ..analysis.code import (
     subtree,
 )
 from ..analysis.cuda_only import cuda_at_import, cuda_throughout, main_requires_cuda
-from ..analysis.data_loads import loaded_as_data
+from ..analysis.data_loads import loaded_as_data, writes_files
 from ..analysis.derived_loads import loads_behind
 from ..analysis.devices import chosen_device, cpu_comparison, cpu_or_cuda, cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
@@ -421,7 +421,11 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
       on the CPU (`analysis/overridden.py`; post-hoc, from the held-out `project-saves-on-cpu` findings of an RL
       agent's `save()` / `load()`);
     - a Dataset's constructor (`class Kernels(data.Dataset): def __init__(self, path): torch.load(path)`): the data
-      it will serve from DataLoader workers, where CUDA tensors cannot be used, so CPU data by design; so is a pickled
+      it will serve from DataLoader workers, where CUDA tensors cannot be used, so CPU data by design; so are the
+      per-sample files its `__getitem__` (an iterable dataset's `__iter__`) loads for each item (`mel =
+      torch.load(mel_path)`: a preprocessing script's output), in a file that writes no file itself (`torch.save`,
+      `np.save`, a `save_*` helper: that file may be the samples' writer, on the model's device); post-hoc, from the
+      held-out and 2026-12-08 first-read `cpu-data-file` labels of mels, features and text sequences; so is a pickled
       DataLoader read back (`trainloader = torch.load(args.trainloader)`: a load bound to a name ending in `loader`);
       so is a file whose loaded value the same scope hands to a `DataLoader` or a dataset class, directly or through
       names bound from it by `torch.cat` / `torch.stack`, a subscript or a method call (`icons = torch.load(path)`,
@@ -817,7 +821,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         if self._published_arms.inside or id(node) in self._published_calls:
             return  # a local copy of the published weights the other branch downloads (``load_url(url)``)
         if self._dataset_constructor():
-            return  # a dataset's own data, served by DataLoader workers: CPU tensors (CUDA ones fail in forked workers)
+            return  # a dataset's own data or samples, served by DataLoader workers: CPU tensors (CUDA ones fail there)
         given = argument(node, 0, "f")
         path = self.opened_path(given.value) if given is not None else None  # through a file object
         if path is not None and self._is_packaged(path):
@@ -1007,8 +1011,13 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
                    for part in self._built_from(path, attributes) for node in subtree(part))
 
     def _dataset_constructor(self) -> bool:
-        """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``)?"""
-        return bool(self._classes) and self._classes[-1].dataset and self._functions[-1:] == ["__init__"]
+        """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``), or in the methods that
+        serve its items (``__getitem__``, an iterable dataset's ``__iter__``), which DataLoader workers run, in a file
+        that writes no file itself (one that does may be the writer of the samples, from the model's device)?"""
+        if not (self._classes and self._classes[-1].dataset):
+            return False
+        method = self._functions[-1:]
+        return method == ["__init__"] or method in (["__getitem__"], ["__iter__"]) and not writes_files(self.names)
 
     def _path_names(self, path: cst.BaseExpression) -> set[str]:
         """The file-name literals of a path, also through the names it was built from in this
