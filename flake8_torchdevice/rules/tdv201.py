@@ -50,10 +50,10 @@ _OTHER_ACCELERATOR = re.compile(r"(?i)accelerat|^(mps|xla|npu|xpu|hpu|tpu)$|^(us
 
 
 class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rule):
-    r"""**On by default.** Precision on held-out user code: 84.6% (1043 of 1233 findings true or latent over the 1,159
-    held-out projects of 1,198, with the rules of 2026-12-08, session of 00:45, whose post-hoc change, a dataset's
-    per-sample files, removed 5 false findings and nothing right; the session's six new batches V141-V146 at their
-    first read: 44 of 54, 81.5%: the same false idioms, a published CPU asset, CPU data files, a GPU-only package);
+    r"""**On by default.** Precision on held-out user code: 84.6% (1045 of 1235 findings true or latent over the 1,171
+    held-out projects of 1,210, with the rules of 2026-12-08, session of 00:45, whose post-hoc change, a dataset's
+    per-sample files, removed 5 false findings and nothing right; the session's seven new batches V141-V147 at their
+    first read: 46 of 56, 82.1%: the same false idioms, a published CPU asset, CPU data files, a GPU-only package);
     84.4% (999 of 1184 findings true or latent over the 1,095
     held-out projects of 1,134, with the rules of 2026-12-07, session of 22:23, whose post-hoc change, a load its
     function runs after training, removed 6 false findings and nothing right; 83.9%, 999 of 1190, before it);
