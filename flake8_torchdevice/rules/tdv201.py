@@ -824,7 +824,7 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
             return  # a model zoo's published weights (``if pretrained: torch.load(get_model_file(name))``)
         if self._published_arms.inside or id(node) in self._published_calls:
             return  # a local copy of the published weights the other branch downloads (``load_url(url)``)
-        if self._dataset_constructor():
+        if self._dataset_data():
             return  # a dataset's own data or samples, served by DataLoader workers: CPU tensors (CUDA ones fail there)
         given = argument(node, 0, "f")
         path = self.opened_path(given.value) if given is not None else None  # through a file object
@@ -1014,14 +1014,14 @@ class TorchLoadWithoutMapLocation(MachineEvidence, RoundTrips, SessionFiles, Rul
         return any(_RANK.search(last_name(node) or "")
                    for part in self._built_from(path, attributes) for node in subtree(part))
 
-    def _dataset_constructor(self) -> bool:
+    def _dataset_data(self) -> bool:
         """Is the walk in the ``__init__`` of a dataset class (``FFHQDataset(data.Dataset)``), or in the methods that
         serve its items (``__getitem__``, an iterable dataset's ``__iter__``), which DataLoader workers run, in a file
         that writes no file itself (one that does may be the writer of the samples, from the model's device)?"""
         if not (self._classes and self._classes[-1].dataset):
             return False
         method = self._functions[-1:]
-        return method == ["__init__"] or method in (["__getitem__"], ["__iter__"]) and not writes_files(self.names)
+        return method == ["__init__"] or (method in (["__getitem__"], ["__iter__"]) and not writes_files(self.names))
 
     def _path_names(self, path: cst.BaseExpression) -> set[str]:
         """The file-name literals of a path, also through the names it was built from in this

@@ -8,8 +8,9 @@ A literal ordinal matters where it allocates, moves or selects: in a *device
 position* -- the device of ``.to(...)`` / ``.cuda(...)``, a ``device=``
 keyword of a torch call (or of a tensor's ``new_*`` / ``to_empty``),
 ``map_location`` (the values of a dict, not its keys), ``torch.cuda.set_device``,
-``torch.cuda.device`` and ``torch.set_default_device``. It gets there as a ``"cuda:N"`` string, an int,
-an f-string ending in ``:N`` (``f"{kind}:1"``), ``torch.device(...)`` of
+``torch.cuda.device`` and ``torch.set_default_device``, and a parallel wrapper's literal
+``device_ids`` list (each element but a literal 0) and ``output_device``. It gets there
+as a ``"cuda:N"`` string, an int, an f-string ending in ``:N`` (``f"{kind}:1"``), ``torch.device(...)`` of
 those, either branch of a conditional -- directly, or through a simple name
 bound once by plain assignment in the scope (a module-level constant counts
 in a function). A device that only travels as data (handed to a mock, a
