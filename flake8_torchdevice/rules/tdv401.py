@@ -763,6 +763,9 @@ class HardCodedCudaOrdinal(HardCodedOrdinal):
       `n_gpu >= 1`, `device_count() != 0`) asks for one GPU and guards nothing (post-hoc,
       from v82's first read: `torch.device("cuda:1" if torch.cuda.is_available() and
       args.ngpu > 0 else "cpu")`);
+    - a parallel wrapper's `device_ids` the code computes or holds in a name (`list(range(n_gpu))`,
+      `device_ids=gpu_ids`, `device_ids=[local_rank]`), a literal `[0]` (every machine with a GPU has GPU 0; not
+      TDV402's either), and a wrapper of another library (`other.DataParallel(...)`);
     - test code: `test*` functions and private `_helpers` of a test module.
 
     ## The error torch raises
