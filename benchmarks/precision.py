@@ -24,6 +24,7 @@ See docs/precision.md for the verdicts and how to judge.
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import hashlib
 import json
@@ -305,12 +306,19 @@ def python_files(root: Path) -> list[str]:
 
 
 def read_source(path: Path) -> tuple[str, Optional[tuple[int, ...]]]:
-    """A .py file's text; a notebook's code cells as one module (notebooks.virtual_module) and each line's cell."""
+    """A .py file's text; a notebook's code cells as one module and each line's cell, without the cells that do not
+    parse on their own when the whole does not (as the command line reads a notebook)."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".ipynb":
-        from flake8_torchdevice.notebooks import virtual_module
+        from flake8_torchdevice import notebooks
 
-        module = virtual_module(text, path.name)
+        cells = notebooks.cell_sources(text, path.name)
+        module = notebooks.join(cells)
+        try:
+            ast.parse(module.source)
+        except (SyntaxError, ValueError):
+            broken = {number for number, _, _ in notebooks.broken_cells(cells)}
+            module = notebooks.join([cell for cell in cells if cell[0] not in broken])
         return module.source, module.cells()
     return text, None
 

@@ -3,7 +3,8 @@
 The cells are joined in order (imports in cell 1 resolve names in cell 5),
 and every line remembers its (cell, line). IPython syntax is masked, keeping
 line numbers: a line magic, shell escape or help query (``%time f()``,
-``!pip install``, ``x = !ls``, ``obj?``) becomes ``pass`` at the same indent;
+``!pip install``, ``x = !ls``, ``obj?``) becomes ``pass`` at the same indent, and the lines its backslashes
+continue (``!python train.py \\`` then ``--epochs 5``) blank lines;
 a cell whose first line is a cell magic is skipped unless the magic runs the
 cell's Python (``%%time``, ``%%capture``, ...). Code cells are numbered from 1,
 markdown and raw cells not counted: nbqa's numbering, so that ``nbqa flake8``
@@ -63,7 +64,12 @@ def mask(cell: str) -> list[str]:
         if first[2:].split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
             return [""] * len(lines)
         lines[0] = ""
-    return [_mask_line(line) for line in lines]
+    masked, continued = [], False
+    for line in lines:
+        # IPython joins a magic or shell escape with the lines its backslashes continue (``!pip install \``).
+        masked.append("" if continued else _mask_line(line))
+        continued = (continued or masked[-1] != line) and line.rstrip().endswith("\\")
+    return masked
 
 
 def _mask_line(line: str) -> str:
@@ -71,6 +77,22 @@ def _mask_line(line: str) -> str:
     if match is None or line.lstrip().startswith("#"):
         return line
     return match.group(1) + "pass"
+
+
+def broken_cells(cells: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """(cell, line, message) of each cell that does not parse on its own: the reader checks the others without
+    them, so that one broken cell does not hide the findings of all the rest."""
+    import ast  # only for a notebook whose joined cells do not parse
+
+    found = []
+    for cell in cells:
+        module = join([cell])
+        try:
+            ast.parse(module.source)
+        except (SyntaxError, ValueError) as exc:
+            number, line = module.place(getattr(exc, "lineno", None) or 1)
+            found.append((number, line, getattr(exc, "msg", str(exc))))
+    return found
 
 
 def virtual_module(text: str, name: str) -> VirtualModule:

@@ -216,14 +216,17 @@ def _check_notebook(text: str, outcome: Outcome, options: Options):
     except (SyntaxError, ValueError):
         # Check the rest without the cells that do not parse, so that one
         # broken cell does not hide the findings of all the others.
-        broken = [cell for cell in cells if not _cell_parses(cell, outcome)]
-        module = notebooks.join([cell for cell in cells if cell not in broken])
+        broken = set()
+        for number, line, message in notebooks.broken_cells(cells):
+            outcome.problems.append(f"{outcome.path}:cell_{number}: syntax error at line {line}: {message}")
+            broken.add(number)
+        module = notebooks.join([cell for cell in cells if cell[0] not in broken])
         try:
             tree = ast.parse(module.source)
         except (SyntaxError, ValueError) as exc:  # cells that only fail together
             _syntax_problem(outcome, module, exc)
             return None
-        cells = [cell for cell in cells if cell not in broken]
+        cells = [cell for cell in cells if cell[0] not in broken]
     in_file = notebooks.file_lines(text)
     violations = _violations(module.source, options, outcome, tree, module.cells())
     for v in violations:
@@ -231,16 +234,6 @@ def _check_notebook(text: str, outcome: Outcome, options: Options):
         finding = _finding(outcome.path, v, cell, line, options)
         outcome.findings.append(dataclasses.replace(finding, file_line=in_file.get((cell, line))))
     return module, cells, violations
-
-
-def _cell_parses(cell: tuple[int, str], outcome: Outcome) -> bool:
-    module = notebooks.join([cell])
-    try:
-        ast.parse(module.source)
-    except (SyntaxError, ValueError) as exc:
-        _syntax_problem(outcome, module, exc)
-        return False
-    return True
 
 
 def _syntax_problem(outcome: Outcome, module: notebooks.VirtualModule, exc: Exception) -> None:

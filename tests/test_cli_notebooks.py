@@ -47,6 +47,20 @@ def test_cells_magics_and_numbering(tmp_path):
     assert prefixes == ["nb.ipynb:cell_2:5:13", "nb.ipynb:cell_4:3:9"]  # the markdown cell is not counted
 
 
+def test_a_shell_escape_continued_by_backslashes_is_masked_whole(tmp_path):
+    """IPython runs ``!pip install a \\`` and the lines its backslashes continue as one shell command."""
+    text = _notebook(
+        _cell(["import torch\n", "!python train.py \\\n", "    --epochs 5 \\\n", "    --lr 1e-4\n",
+               "scaler = torch.cuda.amp.GradScaler()"]),
+        _cell(["if True:\n", "    %run -i train.py \\\n", "        --fast\n", "    x = 1 + \\\n", "        2\n",
+               "    torch.cuda.amp.GradScaler()"]),  # a Python continuation stays Python
+    )
+    result = _lint(tmp_path, text)
+    assert result.err == ""
+    prefixes = [line.split(": TDV", 1)[0] for line in result.out.splitlines()]
+    assert prefixes == ["nb.ipynb:cell_1:5:10", "nb.ipynb:cell_2:6:5"]
+
+
 def test_syntax_error_names_the_cell(tmp_path):
     text = _notebook(_cell("import torch"), _cell(["x = 1\n", "torch.load(\n"]))
     result = _lint(tmp_path, text)
