@@ -2255,6 +2255,27 @@ def test_a_placed_module_moved_back_to_the_cpu_by_a_chained_statement(statement,
     assert codes(source) == ([("TDV601", 7)] if reported else [])
 
 
+@pytest.mark.parametrize(("call", "reported"), [
+    ("np.squeeze(out)", False),  # ``out.squeeze()``: a tensor, on its device
+    ("np.squeeze(out, axis=0)", False),
+    ("np.swapaxes(out, 0, 1)", False),
+    ("np.nonzero(out)", False),
+    ("np.shape(out)", False),
+    ("np.ndim(out)", False),
+    ("np.transpose(out)", True),  # torch's transpose wants two dims: NumPy falls back to np.asarray
+    ("np.argmax(out)", True),
+    ("np.clip(out, 0, 1)", True),
+    ("np.asarray(out)", True),
+])
+def test_numpy_functions_that_call_the_tensors_own_method_read_no_array(call, reported):
+    source = (
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = nn.Linear(3, 2).to(device)\n\n\n"
+        f"def run(x):\n    out = model(x.to(device))\n    return {call}\n"
+    )
+    assert codes(source) == ([("TDV603", 10)] if reported else [])
+
+
 @pytest.mark.parametrize(("statement", "reported"), [
     ("model.to(device).eval()", True),  # moved in place, under a method that returns the module
     ("model.eval().to(device)", True),

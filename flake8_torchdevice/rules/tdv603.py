@@ -110,6 +110,11 @@ class NumpyOfPlacedTensor(FlowReports, Rule):
     No fix is offered; the message names the fix (`.cpu()` before `.numpy()`).
 
     ## When it does not report
+    - NumPy functions that call the tensor's own method and keep what it answers: `np.squeeze(t)` (`t.squeeze()`, a
+      tensor on its device), `np.swapaxes`, `np.nonzero`, `np.shape`, `np.ndim` (post-hoc, from a first read of a
+      course notebook's `np.squeeze(pred.eq(...)).cpu().numpy()`); the others that try the method fall back to
+      `np.asarray` when torch's signature differs (`np.transpose(t)`, `np.argmax(t)`, `np.clip(t, 0, 1)`) and are
+      reported;
     - inside a top-level function, a NumPy read of a tensor that is placed only because a caller hands it so: the
       read is reported at the calls that hand the placed tensor instead (above);
     - tensors whose device the code does not prove (parameters, attributes `__init__` does not place, unknown

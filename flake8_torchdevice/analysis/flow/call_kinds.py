@@ -111,7 +111,7 @@ def reads_as_array(qualified: str) -> bool:
     metric (``metrics.f1_score(y, pred)``): each reads its tensors through ``__array__``, which a
     device tensor refuses. Not ``np.float64(t)``, a ``float`` that calls ``t.item()``."""
     if qualified.startswith("numpy."):
-        return qualified not in NUMPY_FLOATS
+        return qualified not in NUMPY_FLOATS and qualified not in NUMPY_TENSOR_METHODS
     return qualified.startswith("sklearn.metrics.")
 
 
@@ -125,6 +125,12 @@ TENSOR_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "real", "imag"})
 # aliases of Python's own types that NumPy kept until 1.24 (``np.float(acc)`` is ``float(acc)``).
 NUMPY_FLOATS = frozenset({"numpy.float64", "numpy.double", "numpy.float_", "numpy.float", "numpy.int", "numpy.bool",
                           "numpy.complex", "numpy.long", "numpy.object", "numpy.str", "numpy.unicode"})
+
+
+# NumPy functions that call the object's own method or attribute and keep what it answers (``np.squeeze(t)`` is
+# ``t.squeeze()``, a tensor on its device); the others that try a method fall back to ``np.asarray`` when torch's
+# signature differs (``np.transpose(t)``, ``np.argmax(t)``, ``np.clip(t, 0, 1)``), checked on torch 2.13.
+NUMPY_TENSOR_METHODS = frozenset({"numpy.squeeze", "numpy.swapaxes", "numpy.nonzero", "numpy.shape", "numpy.ndim"})
 
 
 def is_plot(func, qualified: str, names) -> bool:
