@@ -317,8 +317,7 @@ def read_source(path: Path) -> tuple[str, Optional[tuple[int, ...]]]:
         try:
             ast.parse(module.source)
         except (SyntaxError, ValueError):
-            broken = {number for number, _, _ in notebooks.broken_cells(cells)}
-            module = notebooks.join([cell for cell in cells if cell[0] not in broken])
+            module = notebooks.join(notebooks.without_broken_cells(cells)[0])
         return module.source, module.cells()
     return text, None
 

@@ -79,9 +79,16 @@ def _mask_line(line: str) -> str:
     return match.group(1) + "pass"
 
 
+def without_broken_cells(cells: list[tuple[int, str]]) -> tuple[list, list]:
+    """(the cells that parse on their own, ``broken_cells``): what the reader checks where the joined cells do not
+    parse, so that one broken cell does not hide the findings of all the rest."""
+    broken = broken_cells(cells)
+    numbers = {number for number, _, _ in broken}
+    return [cell for cell in cells if cell[0] not in numbers], broken
+
+
 def broken_cells(cells: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
-    """(cell, line, message) of each cell that does not parse on its own: the reader checks the others without
-    them, so that one broken cell does not hide the findings of all the rest."""
+    """(cell, line, message) of each cell that does not parse on its own."""
     import ast  # only for a notebook whose joined cells do not parse
 
     found = []

@@ -216,17 +216,15 @@ def _check_notebook(text: str, outcome: Outcome, options: Options):
     except (SyntaxError, ValueError):
         # Check the rest without the cells that do not parse, so that one
         # broken cell does not hide the findings of all the others.
-        broken = set()
-        for number, line, message in notebooks.broken_cells(cells):
+        cells, broken = notebooks.without_broken_cells(cells)
+        for number, line, message in broken:
             outcome.problems.append(f"{outcome.path}:cell_{number}: syntax error at line {line}: {message}")
-            broken.add(number)
-        module = notebooks.join([cell for cell in cells if cell[0] not in broken])
+        module = notebooks.join(cells)
         try:
             tree = ast.parse(module.source)
         except (SyntaxError, ValueError) as exc:  # cells that only fail together
             _syntax_problem(outcome, module, exc)
             return None
-        cells = [cell for cell in cells if cell[0] not in broken]
     in_file = notebooks.file_lines(text)
     violations = _violations(module.source, options, outcome, tree, module.cells())
     for v in violations:

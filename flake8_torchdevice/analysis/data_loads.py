@@ -129,6 +129,11 @@ def writes_files(names) -> bool:
     return found
 
 
+def names_a_save(last: str) -> bool:
+    """``save`` or a ``*_save`` helper (``np.save``, ``self.save``, ``fs.torch_save``), by a call's last name."""
+    return last == "save" or last.endswith("_save")
+
+
 def _saves(dotted: str) -> bool:
     last = dotted.rpartition(".")[2]
-    return last == "save" or last.endswith("_save") or last.startswith("save_")
+    return names_a_save(last) or last.startswith("save_")

@@ -84,8 +84,10 @@ def build(state_of):
 
     def properties(device=None):
         # torch checks the index against the device count itself before it asks the driver
-        number = device if isinstance(device, int) else _ordinal(device, state_of().current)
-        if not 0 <= number < state_of().device_count:
+        state = state_of()
+        number = device if isinstance(device, int) else state.ordinal(device)
+        number = state.current if number is None else number
+        if not 0 <= number < state.device_count:
             raise AssertionError("Invalid device id")
         return SimpleNamespace(name=f"fake CUDA device {number} (computes on the CPU)", total_memory=80 * GIB,
                                multi_processor_count=132, major=9, minor=0, is_integrated=False)
@@ -216,10 +218,3 @@ def _legacy_type(name: str, state_of):
 
     legacy = _Meta(name, (), {"__module__": "torch.cuda", "dtype": cpu_type.dtype})
     return legacy
-
-
-def _ordinal(device, current: int) -> int:
-    """The GPU index torch reads from ``"cuda:3"`` / ``torch.device("cuda", 3)``; the current one for ``None``
-    or ``"cuda"``."""
-    number = str(device).partition(":")[2] if device is not None else ""
-    return int(number) if number.isdigit() else current

@@ -28,14 +28,20 @@ class State:
 
     def resolve(self, device) -> "torch.device | None":
         """The fake CUDA device ``device`` names, or None where it is not CUDA."""
+        number = self.ordinal(device)
+        return None if number is None else self.cuda(number)
+
+    def ordinal(self, device) -> "int | None":
+        """The CUDA index ``device`` names (the current one for a bare ``"cuda"``), not checked against the device
+        count, or None where it is not CUDA."""
         if device is None or isinstance(device, bool):
             return None
         if isinstance(device, int):  # an integer device is a CUDA ordinal
-            return self.cuda(device)
+            return device
         if not isinstance(device, torch.device):
             if not isinstance(device, str) or not device.startswith("cuda"):
                 return None
             device = torch.device(device)
         if device.type != "cuda":
             return None
-        return self.cuda(self.current if device.index is None else device.index)
+        return self.current if device.index is None else device.index

@@ -19,7 +19,7 @@ from ..analysis.code import (
     subtree,
 )
 from ..analysis.cuda_only import cuda_at_import, cuda_throughout, main_requires_cuda
-from ..analysis.data_loads import loaded_as_data, writes_files
+from ..analysis.data_loads import loaded_as_data, names_a_save, writes_files
 from ..analysis.derived_loads import loads_behind
 from ..analysis.devices import chosen_device, cpu_comparison, cpu_or_cuda, cuda_literal, device_argument
 from ..analysis.function_inputs import is_data_class_name
@@ -1206,8 +1206,7 @@ def _writes_file(name: Optional[str], call: cst.Call) -> bool:
     """``torch.save(...)`` or a save helper (``fs.torch_save``, ``self.save``)."""
     if name in TORCH_SAVES:
         return True
-    last = last_name(call.func) or ""
-    return last == "save" or last.endswith("_save")
+    return names_a_save(last_name(call.func) or "")
 
 
 def _is_dataset(name: Optional[str]) -> bool:
